@@ -1,0 +1,1 @@
+"""The TensorRT QDP side (imports tensorrt.plugin); filled by the TensorRT issue."""

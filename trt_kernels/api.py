@@ -1,0 +1,155 @@
+"""Public entry points: :func:`cuda_kernel_op` (CUDA C++ source) and :func:`ptx_op` (PTX)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Callable, Optional, Sequence, Union
+
+import torch
+
+from . import registry, torch_op
+from .compile import default_arch
+from .errors import SpecError
+from .registry import KernelOp
+from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
+
+_LOG = logging.getLogger("trt_kernels")
+
+
+def cuda_kernel_op(
+    op_name: str,
+    spec: KernelSpec,
+    *,
+    meta_fn: Optional[Callable[..., Any]] = None,
+    eager_fn: Optional[Callable[..., Any]] = None,
+    aot_fn: Optional[Callable[..., Any]] = None,
+    schema: Optional[str] = None,
+    supports_dynamic_shapes: bool = True,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare a CUDA C++ kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
+    plugin with a Torch-TensorRT converter).
+
+    The spec is validated before anything compiles or registers (:class:`SpecError` names the
+    op, the field and the fix). When a GPU arch is known (a visible GPU,
+    ``spec.arch_override`` or ``TRT_KERNELS_ARCH``), the kernel is compiled now and its
+    parameter list is checked against the spec; otherwise compiling waits for the first launch.
+
+    Overrides: ``meta_fn`` replaces the derived fake impl (``spec.outputs`` may then be omitted,
+    in which case ``eager_fn`` is required); ``eager_fn`` replaces the derived CUDA launch
+    (``spec.geometry`` may then be omitted); ``aot_fn(inputs, outputs, tactic) ->
+    (trtp.KernelLaunchParams, trtp.SymIntExprs)`` replaces the derived TensorRT launch.
+
+    Returns the op (``torch.ops.<ns>.<name>``).
+    """
+    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
+                 has_aot_fn=aot_fn is not None)
+    kop = KernelOp(
+        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
+        supports_dynamic_shapes=supports_dynamic_shapes,
+        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                     capability_validator=capability_validator),
+    )
+    arch = spec.arch_override or default_arch()
+    if arch is not None:
+        kop.program(arch)  # compile errors and ABI mismatches surface at registration
+    else:
+        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
+    return _register(kop, schema)
+
+
+def ptx_op(
+    op_name: str,
+    ptx: Union[bytes, str],
+    kernel_name: str,
+    meta_fn: Optional[Callable[..., Any]] = None,
+    eager_fn: Optional[Callable[..., Any]] = None,
+    aot_fn: Optional[Callable[..., Any]] = None,
+    *,
+    inputs: Optional[Sequence[Union[InputDecl, ScalarInput]]] = None,
+    outputs: Optional[Sequence[OutputDecl]] = None,
+    extras: Sequence[Any] = (),
+    geometry: Optional[Geometry] = None,
+    schema: Optional[str] = None,
+    supports_dynamic_shapes: bool = False,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare an op from precompiled PTX (Triton output, a PTX file...): NVRTC is skipped.
+
+    ``kernel_name`` is the PTX symbol (the lowered name for C++ kernels). Either give
+    ``meta_fn``/``eager_fn``/``aot_fn`` (as ``torch_tensorrt.kernels.ptx_op``), or the same
+    declarative ``inputs``/``outputs``/``extras``/``geometry`` as :class:`KernelSpec`; then the
+    PTX entry is checked against them and the eager launch loads the PTX through the driver's
+    JIT. ``inputs`` default to the tensor/float/int/bool parameters of ``meta_fn``.
+    """
+    if isinstance(ptx, str):
+        ptx = ptx.encode()
+    if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
+        raise SpecError(f"{op_name}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
+    if inputs is None and meta_fn is not None:
+        inputs = _inputs_from_signature(op_name, meta_fn)
+    spec = KernelSpec(kernel_source="", kernel_name=kernel_name, inputs=inputs, outputs=outputs,
+                      extras=list(extras), geometry=geometry)
+    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
+                 has_aot_fn=aot_fn is not None, needs_source=False)
+    if "<" in kernel_name:
+        raise SpecError(f"{op_name}: kernel_name {kernel_name!r}: ptx_op takes the PTX symbol, not a C++ name expression. "
+                        "Fix: pass the mangled name from the PTX's .entry line")
+    kop = KernelOp(
+        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, ptx=bytes(ptx).rstrip(b"\x00"),
+        supports_dynamic_shapes=supports_dynamic_shapes,
+        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                     capability_validator=capability_validator),
+    )
+    kop.check_abi(kop.ptx, {kernel_name: kernel_name})
+    return _register(kop, schema)
+
+
+def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        ann = p.annotation
+        if ann in (torch.Tensor, "torch.Tensor", "Tensor"):
+            out.append(InputDecl(p.name))
+        elif ann in (float, int, bool):
+            out.append(ScalarInput(p.name, ann))
+        elif ann in ("float", "int", "bool"):
+            out.append(ScalarInput(p.name, {"float": float, "int": int, "bool": bool}[ann]))
+        else:
+            raise SpecError(f"{op_name}: meta_fn parameter {p.name!r} has annotation {ann!r}. "
+                            "Fix: annotate it torch.Tensor, float, int or bool, or pass inputs=[...]")
+    return out
+
+
+def _register(kop: KernelOp, schema: Optional[str]):
+    old = registry.remove(kop.op_name)
+    if old is not None:
+        _LOG.info("%s: re-registering (the previous declaration is replaced)", kop.op_name)
+        torch_op.unregister(old)
+    kop.schema = schema if schema is not None else torch_op.build_schema(kop)
+    if not kop.schema.startswith("("):
+        raise SpecError(f"{kop.op_name}: schema {kop.schema!r} must start with the argument list, e.g. '(Tensor x) -> Tensor'")
+    try:
+        torch_op.register(kop)
+    except RuntimeError as e:
+        if "already" in str(e) or "multiple" in str(e).lower():
+            raise SpecError(
+                f"{kop.op_name}: torch already has an op of that name that trt_kernels did not register. "
+                "Fix: choose another name"
+            ) from e
+        raise
+    registry.add(kop)
+    return getattr(getattr(torch.ops, kop.namespace), kop.name)
+
+
+def unregister(op_name: str) -> None:
+    """Remove an op registered by trt_kernels from torch (its Library fragment is destroyed)."""
+    kop = registry.remove(op_name)
+    if kop is None:
+        raise KeyError(f"{op_name!r} was not registered with trt_kernels")
+    torch_op.unregister(kop)

@@ -1,0 +1,289 @@
+"""NVRTC compilation (PTX and CUBIN from one program) with a disk cache.
+
+One NVRTC program per (source, name expressions, options, arch) gives both
+the PTX that TensorRT's AOT plugin embeds and the CUBIN that eager launches
+load, plus the lowered (mangled) name of every name expression. Compiling
+needs no GPU: give the arch (``KernelSpec.arch_override`` or the
+``TRT_KERNELS_ARCH`` environment variable, e.g. ``sm_90``).
+
+Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
+``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Entries are
+keyed by a SHA-256 of everything that changes the output (source, name
+expressions, options, arch, NVRTC version, entry format), written atomically
+(temporary file + ``os.replace``), and checksummed: a corrupt entry is
+recompiled and overwritten, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import struct
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+from .errors import CompileError
+
+_LOG = logging.getLogger("trt_kernels")
+_FORMAT = 1
+_MAGIC = b"TRTKC\x00"
+_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """What NVRTC made of one source for one arch."""
+
+    ptx: bytes
+    cubin: bytes
+    lowered: Dict[str, str]  # name expression -> symbol in the PTX/CUBIN
+    arch: str  # "sm_90"
+    nvrtc_version: Tuple[int, int]
+    log: str
+    key: str
+    from_cache: bool
+
+    @property
+    def ptx_isa(self) -> Optional[Tuple[int, int]]:
+        """The PTX ISA version of ``.version`` in the PTX (e.g. (9, 0) for CUDA 13.0)."""
+        m = re.search(rb"^\.version\s+(\d+)\.(\d+)", self.ptx, re.M)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _check(result, what: str):
+    err = result[0]
+    if int(err) != 0:
+        from cuda.bindings import nvrtc
+
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CompileError(f"NVRTC {what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def nvrtc_version() -> Tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    major, minor = _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def normalize_arch(arch) -> str:
+    """``"sm_90"``, ``"90"``, ``90``, ``(9, 0)`` or ``"compute_90"`` -> ``"sm_90"``."""
+    if isinstance(arch, tuple):
+        return f"sm_{arch[0]}{arch[1]}"
+    s = str(arch).strip()
+    if s.isdigit():
+        return f"sm_{s}"
+    m = _ARCH.match(s)
+    if not m:
+        raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
+    return f"sm_{m.group(2)}{m.group(3)}"
+
+
+def default_arch() -> Optional[str]:
+    """``TRT_KERNELS_ARCH`` if set, else the current CUDA device's arch, else None."""
+    env = os.environ.get("TRT_KERNELS_ARCH")
+    if env:
+        return normalize_arch(env)
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return normalize_arch(torch.cuda.get_device_capability())
+    except Exception:  # noqa: BLE001 - no usable CUDA here means "no default"
+        pass
+    return None
+
+
+def include_dirs(extra: Optional[Sequence[str]] = None) -> list:
+    """Where CUDA headers (``cuda_fp16.h`` ...) are: the pip ``nvidia-cuda-runtime`` wheel through
+    ``cuda.pathfinder``, then ``$CUDA_HOME/include`` and ``/usr/local/cuda/include``."""
+    dirs = list(extra or [])
+    if extra is None:
+        try:
+            from cuda import pathfinder
+
+            found = pathfinder.find_nvidia_header_directory("cudart")
+            if found:
+                dirs.append(str(found))
+        except Exception:  # noqa: BLE001 - fall back to a system toolkit
+            pass
+        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+            if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
+                dirs.append(os.path.join(root, "include"))
+                break
+    seen = []
+    for d in dirs:
+        if d not in seen:
+            seen.append(d)
+    return seen
+
+
+# ---------------- cache ----------------
+
+
+def cache_dir() -> Optional[Path]:
+    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
+    if flag in ("0", "false", "off", "no", "disable", "disabled"):
+        return None
+    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trt_kernels"
+
+
+def cache_key(source: str, names: Sequence[str], options: Sequence[str], arch: str, version: Tuple[int, int]) -> str:
+    payload = json.dumps(
+        {"format": _FORMAT, "source": source, "names": list(names), "options": list(options),
+         "arch": arch, "nvrtc": list(version)},
+        sort_keys=True,
+    ).encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _encode(prog: CompiledProgram) -> bytes:
+    header = json.dumps({
+        "lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
+        "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key,
+        "sha256": hashlib.sha256(prog.ptx + prog.cubin).hexdigest(),
+    }).encode()
+    return _MAGIC + struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
+
+
+def _decode(blob: bytes, key: str) -> CompiledProgram:
+    if not blob.startswith(_MAGIC):
+        raise ValueError("bad magic")
+    (hlen,) = struct.unpack_from("<I", blob, len(_MAGIC))
+    start = len(_MAGIC) + 4
+    header = json.loads(blob[start:start + hlen])
+    body = blob[start + hlen:]
+    if len(body) != header["ptx_len"] + header["cubin_len"]:
+        raise ValueError("truncated")
+    if hashlib.sha256(body).hexdigest() != header["sha256"] or header["key"] != key:
+        raise ValueError("checksum mismatch")
+    ptx, cubin = body[: header["ptx_len"]], body[header["ptx_len"]:]
+    return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
+                           nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True)
+
+
+def _cache_read(path: Path, key: str) -> Optional[CompiledProgram]:
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
+        return None
+    try:
+        return _decode(blob, key)
+    except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
+        _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
+        return None
+
+
+def _cache_write(path: Path, prog: CompiledProgram) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_encode(prog))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        _LOG.warning("trt_kernels: cannot write cache entry %s (%s); continuing without caching", path, e)
+
+
+# ---------------- compile ----------------
+
+_MEMO: Dict[str, CompiledProgram] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def compile_program(
+    source: str,
+    name_expressions: Sequence[str],
+    *,
+    arch: str,
+    options: Sequence[str] = (),
+    std: str = "c++17",
+    include_paths: Optional[Sequence[str]] = None,
+    label: str = "kernel",
+) -> CompiledProgram:
+    """Compile ``source`` for ``arch`` (e.g. ``"sm_90"``) with NVRTC; PTX, CUBIN and lowered names.
+
+    Raises :class:`CompileError` with NVRTC's log if the source does not compile, or if a
+    name expression names no ``__global__`` function.
+    """
+    arch = normalize_arch(arch)
+    version = nvrtc_version()
+    opts = [f"--gpu-architecture={arch}", f"-std={std}"]
+    opts += [f"-I{d}" for d in include_dirs(include_paths)]
+    opts += list(options)
+    key = cache_key(source, name_expressions, opts, arch, version)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
+    cdir = cache_dir()
+    path = cdir / f"{key}.bin" if cdir is not None else None
+    prog = _cache_read(path, key) if path is not None else None
+    if prog is None:
+        prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label)
+        if path is not None:
+            _cache_write(path, prog)
+    with _MEMO_LOCK:
+        _MEMO.setdefault(key, prog)
+    return prog
+
+
+def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledProgram:
+    from cuda.bindings import nvrtc
+
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        for n in names:
+            _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n!r})")
+        bopts = [o.encode() for o in opts]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+        log = buf.rstrip(b"\x00").decode(errors="replace").strip()
+        if int(err) != 0:
+            raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}:\n{log}")
+        lowered = {}
+        for n in names:
+            res = nvrtc.nvrtcGetLoweredName(prog, n.encode())
+            if int(res[0]) != 0:
+                raise CompileError(
+                    f"{label}: kernel_name {n!r} names no __global__ function in the source "
+                    "(for a template, the name expression must instantiate it, e.g. 'k<float>')"
+                )
+            lowered[n] = res[1].decode() if isinstance(res[1], bytes) else str(res[1])
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+        ptx = b" " * size
+        _check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompiledProgram(ptx=ptx.rstrip(b"\x00"), cubin=cubin, lowered=lowered, arch=arch,
+                           nvrtc_version=version, log=log, key=key, from_cache=False)

@@ -1,0 +1,204 @@
+"""One record per declared op: the spec, its compiled programs, plans and loaded kernels.
+
+Everything here is computed lazily and memoized: the compile (per arch), the plan
+(per input ranks and tactic), the loaded CUBIN (per dtype, then per device).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from . import abi as _abi
+from .compile import CompiledProgram, compile_program, default_arch, normalize_arch
+from .errors import NoCudaDeviceError, SpecError
+from .launch import LoadedKernel
+from .plan import LaunchPlan, build_plan, tactic_count
+from .spec import KernelSpec, Validated, kernel_name_for
+
+_LOG = logging.getLogger("trt_kernels")
+
+
+@dataclass
+class KernelOp:
+    """Everything trt_kernels knows about one registered op."""
+
+    op_name: str
+    spec: KernelSpec
+    v: Validated
+    meta_fn: Optional[Callable[..., Any]] = None
+    eager_fn: Optional[Callable[..., Any]] = None
+    aot_fn: Optional[Callable[..., Any]] = None
+    schema: str = ""
+    ptx: Optional[bytes] = None  # precompiled PTX (ptx_op): NVRTC is skipped
+    supports_dynamic_shapes: bool = True
+    options: Dict[str, Any] = field(default_factory=dict)
+    # filled in as the op is used
+    library: Any = None
+    trt: Dict[str, Any] = field(default_factory=dict)  # status of the TensorRT side
+    _programs: Dict[str, CompiledProgram] = field(default_factory=dict)
+    _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
+    _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # ----- identity -----
+    @property
+    def namespace(self) -> str:
+        return self.v.namespace
+
+    @property
+    def name(self) -> str:
+        return self.v.name
+
+    @property
+    def overload(self):
+        """The ``OpOverload`` (``torch.ops.ns.name.default``)."""
+        return getattr(getattr(torch.ops, self.namespace), self.name).default
+
+    @property
+    def has_plan_outputs(self) -> bool:
+        return bool(self.spec.outputs)
+
+    @property
+    def has_plan_geometry(self) -> bool:
+        return self.spec.geometry is not None
+
+    @property
+    def dtypes(self) -> Tuple[torch.dtype, ...]:
+        return self.v.kernel_dtypes
+
+    def name_expression(self, dtype: torch.dtype) -> str:
+        return kernel_name_for(self.spec, dtype)
+
+    # ----- compile -----
+    def resolve_arch(self, arch: Optional[str] = None) -> str:
+        arch = arch or self.spec.arch_override or default_arch()
+        if arch is None:
+            raise NoCudaDeviceError(
+                f"{self.op_name}: no GPU arch to compile for: no CUDA device is visible and none was given. "
+                "Fix: run on a CUDA machine, or set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH=sm_90"
+            )
+        return normalize_arch(arch)
+
+    def program(self, arch: Optional[str] = None) -> CompiledProgram:
+        """NVRTC output (PTX, CUBIN, lowered names) for ``arch``; compiled and ABI-checked once."""
+        arch = self.resolve_arch(arch)
+        prog = self._programs.get(arch)
+        if prog is not None:
+            return prog
+        with self._lock:
+            prog = self._programs.get(arch)
+            if prog is None:
+                if self.ptx is not None:
+                    raise SpecError(f"{self.op_name}: registered from PTX (ptx_op); it has no source to compile")
+                names = [self.name_expression(d) for d in self.dtypes]
+                source = _with_headers(self.spec.kernel_source, self.dtypes, self.v)
+                prog = compile_program(
+                    source, names, arch=arch, options=self.spec.compile_options, std=self.spec.compile_std,
+                    include_paths=self.spec.include_paths, label=self.op_name,
+                )
+                self.check_abi(prog.ptx, {n: prog.lowered[n] for n in names})
+                self._programs[arch] = prog
+        return prog
+
+    def symbol(self, dtype: torch.dtype, arch: Optional[str] = None) -> str:
+        """The PTX/CUBIN symbol of the kernel instantiated for ``dtype``."""
+        if self.ptx is not None:
+            return self.spec.kernel_name
+        return self.program(arch).lowered[self.name_expression(dtype)]
+
+    def check_abi(self, ptx: bytes, symbols: Dict[str, str]) -> None:
+        if not self.has_plan_outputs:
+            return  # override path: the spec does not say what the kernel takes
+        for d in self.dtypes:
+            n = self.name_expression(d)
+            _abi.check_abi(self.op_name, n, symbols[n], ptx, _abi.expected_params(self.spec, self.v, d))
+
+    def param_codes(self, dtype: torch.dtype) -> List[str]:
+        return [p.code for p in _abi.expected_params(self.spec, self.v, dtype)]
+
+    # ----- plans -----
+    def plan(self, ranks: Tuple[int, ...], tactic: int = 1) -> LaunchPlan:
+        key = (tuple(ranks), tactic)
+        p = self._plans.get(key)
+        if p is None:
+            p = build_plan(self.v, self.spec, ranks, tactic)
+            self._plans[key] = p
+        return p
+
+    @property
+    def tactics(self) -> int:
+        return tactic_count(self.spec)
+
+    # ----- eager loading -----
+    def loaded_kernel(self, dtype: torch.dtype, device: int) -> LoadedKernel:
+        """The kernel image for ``dtype`` compiled for ``device``'s arch (CUBIN; PTX for ptx_op)."""
+        major, minor = torch.cuda.get_device_capability(device)
+        arch = f"sm_{major}{minor}"
+        key = (dtype, arch)
+        lk = self._loaded.get(key)
+        if lk is None:
+            if self.ptx is not None:
+                lk = LoadedKernel(self.ptx + b"\x00", self.spec.kernel_name, self.op_name)
+            else:
+                prog = self.program(arch)
+                lk = LoadedKernel(prog.cubin, prog.lowered[self.name_expression(dtype)], self.op_name)
+            self._loaded[key] = lk
+        return lk
+
+
+def _with_headers(source: str, kernel_dtypes, v: Validated) -> str:
+    """Prepend ``#include <cuda_fp16.h>`` / ``<cuda_bf16.h>`` when a declared dtype needs it."""
+    from . import dtypes as _dt
+
+    needed = []
+    for d in list(kernel_dtypes) + [t.dtype for t in v.tensor_decls if t.dtype is not None]:
+        h = _dt.header(d)
+        if h and h not in needed and h not in source:
+            needed.append(h)
+    if not needed:
+        return source
+    return "".join(f"#include <{h}>\n" for h in needed) + source
+
+
+_REGISTRY: Dict[str, KernelOp] = {}
+_REG_LOCK = threading.RLock()
+_listeners: List[Callable[[KernelOp], None]] = []
+
+
+def get(op_name: str) -> KernelOp:
+    try:
+        return _REGISTRY[op_name]
+    except KeyError:
+        raise KeyError(f"{op_name!r} was not registered with trt_kernels (registered: {sorted(_REGISTRY)})") from None
+
+
+def all_ops() -> List[KernelOp]:
+    with _REG_LOCK:
+        return list(_REGISTRY.values())
+
+
+def add(kop: KernelOp) -> None:
+    with _REG_LOCK:
+        _REGISTRY[kop.op_name] = kop
+        listeners = list(_listeners)
+    for fn in listeners:
+        fn(kop)
+
+
+def remove(op_name: str) -> Optional[KernelOp]:
+    with _REG_LOCK:
+        return _REGISTRY.pop(op_name, None)
+
+
+def on_register(fn: Callable[[KernelOp], None]) -> None:
+    """Call ``fn(kop)`` for every op registered so far and every op registered later."""
+    with _REG_LOCK:
+        _listeners.append(fn)
+        existing = list(_REGISTRY.values())
+    for kop in existing:
+        fn(kop)
