@@ -11,15 +11,16 @@ registered with ``torch.library.register_fake``, so ``torch.compile`` and
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
 from .errors import InputError, LaunchError, NoCudaDeviceError
-from .expr import ShapeEvaluator, compile_int, evaluate
-from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, ParamPack, driver, error_text
-from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
+from .expr import ShapeEvaluator, evaluate
+from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
+from .plan import LaunchPlan
 from .registry import KernelOp
 
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
@@ -113,121 +114,60 @@ def make_cpu_impl(kop: KernelOp):
 # ---------------- eager CUDA ----------------
 
 
-class _Entry:
-    """Everything fixed for one (kernel dtype, input ranks): closures over the plan."""
-
-    __slots__ = ("outs", "extras", "grid", "block", "smem", "pack", "kernel", "funcs", "dtypes")
-
-    def __init__(self, kop: KernelOp, kdt: torch.dtype, plan: LaunchPlan, ts: Sequence[torch.Tensor]):
-        self.dtypes = tuple(d.dtype or kdt for d in kop.v.tensor_decls)
-        odts = _out_dtypes(plan, ts)
-        outs = []
-        for o, dt in zip(plan.outputs, odts):
-            if o.like is not None and dt == self.dtypes[o.like]:
-                t = o.like
-                outs.append(lambda ts, _t=t: torch.empty_like(ts[_t]))
-            elif o.like is not None:
-                t = o.like
-                outs.append(lambda ts, _t=t, _d=dt: torch.empty_like(ts[_t], dtype=_d))
-            else:
-                fns = [compile_int(e) for e in o.shape]
-                outs.append(lambda ts, _f=fns, _d=dt: torch.empty([f(ts) for f in _f], dtype=_d, device=ts[0].device))
-        self.outs = tuple(outs)
-        self.extras = tuple((compile_int(e), i) for i, e in enumerate(plan.extras))
-        self.grid = tuple(compile_int(e) for e in plan.grid)
-        self.block = plan.block
-        self.smem = compile_int(plan.shared_mem)
-        self.pack = ParamPack(kop.param_codes(kdt))
-        self.kernel = kop.loaded_kernel(kdt, ts[0].get_device())
-        self.funcs = self.kernel._functions
-
-
 def make_cuda_impl(kop: KernelOp):
-    """The eager CUDA kernel: checks, allocation, one ``cuLaunchKernel`` on torch's current stream."""
-    cu = driver()
-    launch = cu.cuLaunchKernel
-    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU builds
-    op = kop.op_name
+    """The eager CUDA kernel: look up (or build) the launcher for the inputs' dtype and ranks.
+
+    Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
+    the dtypes and ranks (clear errors), later calls only look it up.
+    """
+    from .fastpath import build_launcher
+
     kinds = kop.v.arg_kinds
     tpos = tuple(i for i, k in enumerate(kinds) if k == "tensor")
-    spos = tuple(i for i, k in enumerate(kinds) if k == "scalar")
     single = len(tpos) == 1
     t_first = tpos[0]
-    n_out = len(kop.spec.outputs)
-    entries: Dict[Tuple, _Entry] = {}
+    entries: Dict[Tuple, Any] = {}
+    lock = threading.Lock()
 
-    def new_entry(key, ts) -> _Entry:
+    def new_entry(key, args):
+        ts = [args[i] for i in tpos]
+        for t in ts:
+            if not isinstance(t, torch.Tensor):
+                break
+            if t.device.type != "cuda":
+                raise InputError(f"{kop.op_name}: inputs are on different devices ({', '.join(str(t.device) for t in ts)}). "
+                                 "Fix: move them to one CUDA device")
         kdt = _check_tensor_args(kop, ts)
         plan = kop.plan(tuple(t.dim() for t in ts))
-        e = _Entry(kop, kdt, plan, ts)
-        entries[key] = e
-        return e
+        in_dtypes = [d.dtype or kdt for d in kop.v.tensor_decls]
+        with lock:
+            fn = entries.get(key)
+            if fn is None:
+                fn = build_launcher(kop, kdt, plan, _out_dtypes(plan, ts), in_dtypes, ts[0].get_device())
+                entries[key] = fn
+        return fn
 
-    def impl(*args):
-        if single:
+    if single:
+        def impl(*args):
             x = args[t_first]
-            ts = [x]
-            e = entries.get((x.dtype, x.dim()))
-            if e is None:
-                e = new_entry((x.dtype, x.dim()), ts)
-            dev = x.get_device()
-            if not x.is_contiguous():
-                ts[0] = x.contiguous()
-        else:
-            ts = [args[i] for i in tpos]
-            key = tuple([t.dtype for t in ts] + [t.dim() for t in ts])
-            e = entries.get(key)
-            if e is None:
-                e = new_entry(key, ts)
-            dev = ts[0].get_device()
-            for i, t in enumerate(ts):
-                if t.get_device() != dev:
-                    raise InputError(
-                        f"{op}: inputs are on different devices ({kop.v.tensor_names[0]} on {ts[0].device}, "
-                        f"{kop.v.tensor_names[i]} on {t.device}). Fix: move them to one CUDA device"
-                    )
-                if not t.is_contiguous():
-                    ts[i] = t.contiguous()
-        outs = [f(ts) for f in e.outs]
-        ints = []
-        for f, i in e.extras:
-            v = f(ts)
-            if v > INT32_MAX or v < -INT32_MAX - 1:
-                raise InputError(
-                    f"{op}: extras[{i}] ({kop.spec.extras[i]}) = {v} does not fit the kernel's 32-bit int. "
-                    "Fix: split the input into chunks of at most 2**31-1 elements"
-                )
-            ints.append(v)
-        g = e.grid
-        gx, gy, gz = g[0](ts), g[1](ts), g[2](ts)
-        if gx and gy and gz:
-            if gx > 2147483647 or gy > 65535 or gz > 65535:
-                raise InputError(f"{op}: grid ({gx}, {gy}, {gz}) exceeds CUDA's limits {GRID_LIMITS}. "
-                                 "Fix: use smaller inputs or a geometry with fewer blocks along that axis")
-            vals = [t.data_ptr() for t in ts]
-            if spos:
-                vals += [args[i] for i in spos]
-            vals += ints
-            vals += [o.data_ptr() for o in outs]
-            buf, addr, _ = e.pack.buffer()
-            try:
-                e.pack.struct.pack_into(buf, 0, *vals)
-            except (struct.error, OverflowError) as exc:
-                raise _scalar_error(kop, args, exc) from None
-            func = e.funcs.get(dev)
-            if func is None:
-                func = e.kernel.function(dev)
-            b = e.block
-            (err,) = launch(func, gx, gy, gz, b[0], b[1], b[2], e.smem(ts), raw_stream(dev), addr, 0)
-            if err:
-                _relaunch(kop, e, err, dev, (gx, gy, gz), b, e.smem(ts), addr)
-        return outs[0] if n_out == 1 else tuple(outs)
+            fn = entries.get((x.dtype, x.dim()))
+            if fn is None:
+                fn = new_entry((x.dtype, x.dim()), args)
+            return fn(*args)
+    else:
+        def impl(*args):
+            key = tuple([args[i].dtype for i in tpos] + [args[i].dim() for i in tpos])
+            fn = entries.get(key)
+            if fn is None:
+                fn = new_entry(key, args)
+            return fn(*args)
 
     impl.__name__ = f"{kop.name}_cuda"
+    impl.launchers = entries
     return impl
 
 
-def _relaunch(kop: KernelOp, e: _Entry, err, dev: int, grid, block, smem: int, addr: int) -> None:
+def relaunch(kop: KernelOp, kernel, err, dev: int, grid, block, smem: int, addr: int) -> None:
     """A launch failed: if the calling thread had another (or no) context current, make the
     tensor's device current and launch again; otherwise report the driver's error."""
     cu = driver()
@@ -235,7 +175,7 @@ def _relaunch(kop: KernelOp, e: _Entry, err, dev: int, grid, block, smem: int, a
         ctx_prev = cu.cuCtxGetCurrent()[1]
         PrimaryContext.make_current(dev)
         try:
-            (err2,) = cu.cuLaunchKernel(e.kernel.function(dev), *grid, *block, smem,
+            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem,
                                         torch._C._cuda_getCurrentRawStream(dev), addr, 0)
         finally:
             if ctx_prev is not None and int(ctx_prev) != 0:
@@ -249,13 +189,14 @@ def _relaunch(kop: KernelOp, e: _Entry, err, dev: int, grid, block, smem: int, a
     )
 
 
-def _scalar_error(kop: KernelOp, args, exc) -> InputError:
+def scalar_error(kop: KernelOp, args, exc) -> InputError:
+    """The clear error for a scalar argument that does not fit its C type."""
     for i, d in enumerate(kop.spec.inputs):
         if kop.v.arg_kinds[i] != "scalar":
             continue
         val = args[i]
         try:
-            struct.pack({float: "f", int: "i", bool: "?"}[d.py_type], val)
+            struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], val)
         except (struct.error, OverflowError):
             kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
             return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")

@@ -1,0 +1,37 @@
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HAS_CUDA = torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_CUDA:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Tests compile into a private cache unless the caller chose one."""
+    if "TRT_KERNELS_CACHE_DIR" not in os.environ:
+        os.environ["TRT_KERNELS_CACHE_DIR"] = str(tmp_path_factory.mktemp("ttk-cache"))
+    yield
+
+
+def load_example(name: str):
+    """Import examples/<name>.py once (it registers its ops on import)."""
+    mod_name = f"_ttk_example_{name}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    spec.loader.exec_module(mod)
+    return mod
