@@ -267,6 +267,11 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledPr
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
         log = buf.rstrip(b"\x00").decode(errors="replace").strip()
         if int(err) != 0:
+            if "nv_mangled_name" in log or "name expression" in log:
+                raise CompileError(
+                    f"{label}: kernel_name {', '.join(map(repr, names))} names no __global__ function in the "
+                    "source (a template needs its parameter, e.g. 'k<T>'). NVRTC said:\n" + log
+                )
             raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}:\n{log}")
         lowered = {}
         for n in names:

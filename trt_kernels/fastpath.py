@@ -76,8 +76,12 @@ def py_source(e: Expr, names: _Names) -> str:
 
 
 def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], device: int) -> Callable[..., Any]:
-    """Compile the specialized launch function for one (dtype, ranks) of ``kop``."""
+                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None) -> Callable[..., Any]:
+    """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
+
+    ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
+    default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
+    """
     op = kop.op_name
     kinds = kop.v.arg_kinds
     nargs = len(kinds)
@@ -85,8 +89,6 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
     names = _Names(tpos)
     pack = ParamPack(kop.param_codes(kdt))
-    kernel = kop.loaded_kernel(kdt, device)
-    cu = driver()
 
     def too_big(i: int, v: int):
         raise InputError(f"{op}: extras[{i}] ({kop.spec.extras[i]}) = {v} does not fit the kernel's 32-bit int. "
@@ -116,7 +118,8 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     ns: Dict[str, Any] = dict(
         _too_big=too_big, _bad_grid=bad_grid, _bad_device=bad_device, _new_buffer=new_buffer,
         _relaunch=relaunch, _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
-        _launch=cu.cuLaunchKernel, _stream=getattr(torch._C, "_cuda_getCurrentRawStream", None),
+        _launch=launch or driver().cuLaunchKernel,
+        _stream=stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
         _funcs=kernel._functions, _load=kernel.function, _empty=torch.empty, _empty_like=torch.empty_like,
         _struct_error=(struct.error, OverflowError), _device=torch.device,
     )
@@ -178,5 +181,6 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     exec(code, ns)  # noqa: S102 - source built above from our own templates and ints only
     fn = ns["launch"]
     fn.source = src
+    fn.pack = pack
     return fn
 

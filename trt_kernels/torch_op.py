@@ -143,7 +143,8 @@ def make_cuda_impl(kop: KernelOp):
         with lock:
             fn = entries.get(key)
             if fn is None:
-                fn = build_launcher(kop, kdt, plan, _out_dtypes(plan, ts), in_dtypes, ts[0].get_device())
+                kernel = kop.loaded_kernel(kdt, ts[0].get_device())
+                fn = build_launcher(kop, kdt, plan, _out_dtypes(plan, ts), in_dtypes, kernel)
                 entries[key] = fn
         return fn
 

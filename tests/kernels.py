@@ -1,0 +1,97 @@
+"""Kernel sources and spec builders shared by the CPU-tier tests."""
+
+import itertools
+
+import torch
+
+import trt_kernels as ttk
+
+_ids = itertools.count()
+
+
+def unique(ns: str = "ttk_test") -> str:
+    """A fresh op name, so tests never collide with each other's registrations."""
+    return f"{ns}::op{next(_ids)}"
+
+
+SIGMOID = """
+extern "C" __global__ void my_sigmoid(const float* __restrict__ x, int n, float* __restrict__ y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 1.0f / (1.0f + __expf(-x[i]));
+}
+"""
+
+SCALE = """
+extern "C" __global__ void my_scale(const float* x, float alpha, int n, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = alpha * x[i];
+}
+"""
+
+MIXED = """
+extern "C" __global__ void mixed(const float* a, const float* b, float alpha, int k, bool flag,
+                                 int n, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = flag ? a[i] * alpha + b[i] + k : a[i];
+}
+"""
+
+ROW_SUM = """
+extern "C" __global__ void my_row_sum(const float* x, int D, float* y) {
+  int row = blockIdx.x;
+  float s = 0.f;
+  for (int j = threadIdx.x; j < D; j += blockDim.x) s += x[row * D + j];
+  __shared__ float sbuf[256];
+  sbuf[threadIdx.x] = s;
+  __syncthreads();
+  for (int step = blockDim.x >> 1; step > 0; step >>= 1) {
+    if (threadIdx.x < step) sbuf[threadIdx.x] += sbuf[threadIdx.x + step];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[row] = sbuf[0];
+}
+"""
+
+TEMPLATE_SIGMOID = """
+template <typename T>
+__global__ void tsig(const T* x, int n, T* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { float v = static_cast<float>(x[i]); y[i] = static_cast<T>(1.0f / (1.0f + __expf(-v))); }
+}
+"""
+
+SIN_COS = """
+extern "C" __global__ void my_sin_cos(const float* x, int n, float* s, float* c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { s[i] = __sinf(x[i]); c[i] = __cosf(x[i]); }
+}
+"""
+
+
+def sigmoid_spec(**kw) -> ttk.KernelSpec:
+    args = dict(
+        kernel_source=SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+        geometry=ttk.Elementwise(block=(256,)),
+    )
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
+def scale_spec(**kw) -> ttk.KernelSpec:
+    return sigmoid_spec(kernel_source=SCALE, kernel_name="my_scale",
+                        inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", float)], **kw)
+
+
+def row_sum_spec(**kw) -> ttk.KernelSpec:
+    args = dict(
+        kernel_source=ROW_SUM, kernel_name="my_row_sum", inputs=[ttk.InputDecl("x")],
+        outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))], extras=[ttk.DimSize("x", -1)],
+        geometry=ttk.Reduction(reduce_dims=(-1,), block_size=256),
+    )
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
+def float32(*shape):
+    return torch.randn(*shape, dtype=torch.float32)

@@ -1,0 +1,116 @@
+"""The generated eager launcher, run on CPU tensors with a recording stand-in for cuLaunchKernel:
+the packed parameter buffer must hold exactly the kernel ABI, in order."""
+
+import ctypes
+import struct
+
+import pytest
+import torch
+
+import trt_kernels as ttk
+from trt_kernels import registry
+from trt_kernels.fastpath import build_launcher
+from kernels import MIXED, row_sum_spec, sigmoid_spec, unique
+
+
+class StubKernel:
+    def __init__(self):
+        self._functions = {-1: "FUNC"}
+
+    def function(self, dev):
+        return self._functions[dev]
+
+
+class Recorder:
+    def __init__(self, pack):
+        self.pack = pack
+        self.calls = []
+
+    def __call__(self, f, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+        # read the parameters back through the void*[] array, as the driver would
+        n = len(self.pack.codes)
+        ptrs = (ctypes.c_void_p * n).from_address(addr)
+        vals = []
+        for code, p in zip(self.pack.codes, ptrs):
+            size = struct.calcsize("=" + code)
+            vals.append(struct.unpack("=" + code, ctypes.string_at(p, size))[0])
+        self.calls.append(dict(f=f, grid=(gx, gy, gz), block=(bx, by, bz), smem=smem, stream=stream, vals=vals))
+        return (0,)
+
+
+def launcher_for(name, tensors):
+    kop = registry.get(name)
+    plan = kop.plan(tuple(t.dim() for t in tensors))
+    holder = {}
+
+    def launch(*a):
+        return holder["rec"](*a)
+
+    fn = build_launcher(kop, torch.float32, plan, [torch.float32] * len(plan.outputs),
+                        [torch.float32] * len(tensors), StubKernel(), launch=launch, stream=lambda dev: 77)
+    holder["rec"] = Recorder(fn.pack)
+    return fn, holder["rec"]
+
+
+def test_abi_order_with_interleaved_scalars():
+    name = unique()
+    ttk.cuda_kernel_op(name, ttk.KernelSpec(
+        kernel_source=MIXED, kernel_name="mixed",
+        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
+                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+        geometry=ttk.Elementwise(block=(128,))))
+    a, b = torch.randn(3, 100), torch.randn(3, 100)
+    fn, rec = launcher_for(name, [a, b])
+    y = fn(a, 1.5, b, -7, True)
+    assert y.shape == a.shape and y.dtype == torch.float32
+    (call,) = rec.calls
+    assert call["grid"] == (3, 1, 1) and call["block"] == (128, 1, 1) and call["stream"] == 77
+    assert call["vals"] == [a.data_ptr(), b.data_ptr(), 1.5, -7, True, 300, y.data_ptr()]
+    with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
+        fn(a, 1.5, b, 2**32, True)
+
+
+def test_empty_launches_nothing_and_shapes_are_right():
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    x = torch.randn(0, 5)
+    fn, rec = launcher_for(name, [x])
+    y = fn(x)
+    assert y.shape == (0, 5) and rec.calls == []
+
+
+def test_reduction_output_allocation_and_grid():
+    name = unique()
+    ttk.cuda_kernel_op(name, row_sum_spec())
+    x = torch.randn(4, 6, 9)
+    fn, rec = launcher_for(name, [x])
+    y = fn(x)
+    assert y.shape == (4, 6)
+    assert rec.calls[0]["grid"] == (24, 1, 1) and rec.calls[0]["vals"][1] == 9
+
+
+def test_noncontiguous_input_is_copied_before_launch():
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    x = torch.randn(8, 6).t()
+    fn, rec = launcher_for(name, [x])
+    fn(x)
+    assert rec.calls[0]["vals"][0] != x.data_ptr()  # a contiguous copy was passed
+
+
+def test_oversized_extra_raises_before_allocating():
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    x = torch.zeros(1).expand(2**31)
+    fn, rec = launcher_for(name, [x])
+    with pytest.raises(ttk.InputError, match=r"extras\[0\] \(Numel\('x'\)\) = 2147483648 does not fit"):
+        fn(x)
+    assert rec.calls == []
+
+
+def test_generated_source_reads_each_size_once():
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    fn, _ = launcher_for(name, [torch.randn(4)])
+    assert fn.source.count(".numel()") == 1
