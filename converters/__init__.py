@@ -1,1 +1,67 @@
-"""The Torch-TensorRT side (imports torch_tensorrt); filled by the TensorRT issue."""
+"""The Torch-TensorRT side (``trt_kernels.converters``): one dynamo converter per op.
+
+The converter turns the FX node's arguments into ITensors (tensor inputs) and plugin
+attributes (scalar inputs), reordering when tensors and scalars interleave in the op's
+signature, adds the op's QDP plugin layer (``aot=True`` whenever an AOT impl exists)
+and returns one ITensor, or a tuple for multi-output ops.
+
+:func:`convert` holds the logic and takes its TensorRT pieces as arguments, so it is
+tested without TensorRT; :func:`register_converter` binds it to Torch-TensorRT.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+from trt_kernels.errors import InputError
+
+
+def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[List[Tuple[str, Any]], Dict[str, Any]]:
+    """``([(tensor name, value) ...], {scalar name: python value})`` from FX args/kwargs in schema order."""
+    decls = list(kop.spec.inputs)
+    values = list(args)
+    for d in decls[len(values):]:
+        if d.name not in kwargs:
+            raise InputError(f"{kop.op_name}: argument {d.name!r} is missing in the traced call")
+        values.append(kwargs[d.name])
+    tensors, attrs = [], {}
+    for d, kind, val in zip(decls, kop.v.arg_kinds, values):
+        if kind == "tensor":
+            tensors.append((d.name, val))
+        else:
+            if hasattr(val, "meta") or type(val).__name__ in ("ITensor", "Node"):
+                raise InputError(
+                    f"{kop.op_name}: scalar {d.name!r} is not a constant in the traced graph; TensorRT plugin "
+                    "attributes are fixed when the engine is built. Fix: pass a Python number"
+                )
+            attrs[d.name] = d.py_type(val)
+    return tensors, attrs
+
+
+def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plugin_op: Callable, aot: bool):
+    """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s)."""
+    tensors, attrs = split_arguments(kop, args, kwargs)
+    itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]
+    layer = ctx.net.add_plugin(plugin_op(*itensors, **attrs), aot=aot)
+    layer.name = name
+    n_out = layer.num_outputs
+    outs = [layer.get_output(i) for i in range(n_out)]
+    return outs[0] if n_out == 1 else tuple(outs)
+
+
+def register_converter(kop) -> None:
+    """Register the dynamo converter for ``kop.overload`` (needs torch_tensorrt)."""
+    import tensorrt.plugin as trtp
+    from torch_tensorrt.dynamo.conversion import dynamo_tensorrt_converter
+    from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
+
+    aot = kop.trt.get("aot") == "yes"
+    plugin_op = getattr(getattr(trtp.op, kop.namespace), kop.name)
+    opts = {k: v for k, v in kop.options.items() if v is not None}
+    opts.setdefault("supports_dynamic_shapes", kop.supports_dynamic_shapes)
+
+    def converter(ctx, target, args, kwargs, name):
+        return convert(kop, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot)
+
+    converter.__name__ = f"convert_{kop.namespace}_{kop.name}"
+    dynamo_tensorrt_converter(kop.overload, **opts)(converter)

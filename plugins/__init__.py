@@ -1,18 +1,113 @@
-"""The TensorRT side (``trt_kernels.plugins``): QDP plugins built from each op's launch plan.
+"""The TensorRT side (``trt_kernels.plugins``): a QDP plugin and a Torch-TensorRT converter per op.
 
-This package is the only place that imports ``tensorrt``; the core reports its
-state through :func:`tensorrt_status`.
+This package is where ``tensorrt`` is imported; the core never does. The TensorRT side
+is initialised the first time an op is declared (or by :func:`init`): if ``tensorrt``
+with a usable QDP layer (TensorRT 10.15+ or 11.x; 10.14.x had a bug that broke QDP
+plugins) and ``torch_tensorrt`` import, every op declared so far and every later one
+gets a plugin and a converter. Otherwise ops stay eager-only and the reason is logged
+once and reported by :func:`tensorrt_status` (and ``trt-kernels status``).
 """
 
 from __future__ import annotations
 
-from typing import Dict
+import importlib.util
+import logging
+import threading
+from typing import Dict, Optional
+
+_LOG = logging.getLogger("trt_kernels")
+_LOCK = threading.RLock()
+_STATE: Dict[str, str] = {}
+
+
+def _version_tuple(v: str):
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def qdp_usable(version: str) -> Optional[str]:
+    """None if TensorRT ``version`` has a usable QDP AOT layer, else the reason it has not."""
+    t = _version_tuple(version)
+    if t[:2] == (10, 14):
+        return f"TensorRT {version} has a bug that breaks QDP plugins; use 10.15+ or 11.x"
+    if t < (10, 15, 0):
+        return f"TensorRT {version} is too old for AOT QDP plugins; use 10.15+ or 11.x"
+    return None
+
+
+def _probe():
+    """Import tensorrt, tensorrt.plugin and torch_tensorrt; (modules, None) or (None, reason)."""
+    for name in ("tensorrt", "torch_tensorrt"):
+        if importlib.util.find_spec(name) is None:
+            return None, f"{name} is not installed (pip install 'trt-kernels[tensorrt]')"
+    try:
+        import tensorrt as trt
+        import tensorrt.plugin as trtp
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken native install
+        return None, f"tensorrt does not import: {type(e).__name__}: {e}"
+    reason = qdp_usable(getattr(trt, "__version__", "0"))
+    if reason:
+        return None, reason
+    try:
+        import torch_tensorrt
+    except Exception as e:  # noqa: BLE001
+        return None, f"torch_tensorrt does not import: {type(e).__name__}: {e}"
+    features = getattr(torch_tensorrt, "ENABLED_FEATURES", None)
+    if features is not None and not getattr(features, "qdp_plugin", True):
+        return None, "torch_tensorrt reports ENABLED_FEATURES.qdp_plugin = False"
+    return (trt, trtp), None
+
+
+def _register_op(kop) -> None:
+    from trt_kernels.converters import register_converter
+
+    from .qdp import register_plugin
+
+    trt, trtp = _STATE["_modules"]
+    try:
+        kop.trt.update(register_plugin(kop, trt, trtp))
+    except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable
+        kop.trt["plugin"] = f"failed: {type(e).__name__}: {e}"
+        _LOG.warning("trt_kernels: %s: TensorRT plugin registration failed: %s", kop.op_name, e)
+        return
+    try:
+        register_converter(kop)
+        kop.trt["converter"] = "registered (Torch-TensorRT dynamo)"
+    except Exception as e:  # noqa: BLE001
+        kop.trt["converter"] = f"failed: {type(e).__name__}: {e}"
+        _LOG.warning("trt_kernels: %s: converter registration failed: %s", kop.op_name, e)
+
+
+def init(force: bool = False) -> bool:
+    """Initialise the TensorRT side once; True if plugins and converters are being registered."""
+    from trt_kernels import registry
+
+    with _LOCK:
+        if _STATE.get("available") == "yes":
+            return True
+        if _STATE and not force:
+            return False
+        mods, reason = _probe()
+        if mods is None:
+            first = "reason" not in _STATE
+            _STATE.update(available="no", reason=reason)
+            if first:
+                _LOG.info("trt_kernels: ops are eager-only: %s", reason)
+            return False
+        _STATE.update(available="yes", reason="", _modules=mods)
+    registry.on_register(_register_op)
+    return True
 
 
 def tensorrt_status() -> Dict[str, str]:
-    """Whether TensorRT's QDP layer can be used here, and if not, why."""
-    try:
-        import tensorrt  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - ImportError, or a broken native install
-        return {"available": "no", "reason": f"tensorrt not importable: {type(e).__name__}: {e}"}
-    return {"available": "no", "reason": "TensorRT plugin registration is not implemented yet"}
+    """``{"available": "yes"|"no", "reason": ...}`` for the TensorRT side in this process."""
+    with _LOCK:
+        if not _STATE:
+            mods, reason = _probe() if importlib.util.find_spec("tensorrt") else (None, "tensorrt is not installed")
+            if mods is None:
+                return {"available": "no", "reason": reason}
+            return {"available": "not initialised", "reason": "call trt_kernels.plugins.init() or declare an op"}
+        return {k: v for k, v in _STATE.items() if not k.startswith("_")}

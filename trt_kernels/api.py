@@ -144,7 +144,18 @@ def _register(kop: KernelOp, schema: Optional[str]):
             ) from e
         raise
     registry.add(kop)
+    _init_tensorrt_side()
     return getattr(getattr(torch.ops, kop.namespace), kop.name)
+
+
+def _init_tensorrt_side() -> None:
+    """Register plugins and converters where TensorRT is usable (once; later ops via the registry)."""
+    try:
+        from .plugins import init
+    except ImportError as e:  # a core installed without its plugins package
+        _LOG.info("trt_kernels: TensorRT side unavailable: %s", e)
+        return
+    init()
 
 
 def unregister(op_name: str) -> None:

@@ -168,7 +168,46 @@ def make_cuda_impl(kop: KernelOp):
     return impl
 
 
-def relaunch(kop: KernelOp, kernel, err, dev: int, grid, block, smem: int, addr: int) -> None:
+def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
+    """Launch the kernel on ``stream`` writing into the given ``outs`` (TensorRT's JIT plugin path).
+
+    ``args`` are the op's arguments in schema order (tensors contiguous, on one device). Override-path
+    ops run their ``eager_fn`` on that stream and copy its results into ``outs``.
+    """
+    from .launch import ParamPack
+
+    tensors = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+    dev = tensors[0].get_device()
+    if kop.eager_fn is not None:
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
+            res = kop.eager_fn(*args)
+            for o, r in zip(outs, res if isinstance(res, (tuple, list)) else (res,)):
+                o.copy_(r)
+        return
+    kdt = _check_tensor_args(kop, tensors)
+    plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
+    ev = ShapeEvaluator(tensors)
+    grid = [int(evaluate(e, ev)) for e in plan.grid]
+    if not all(grid):
+        return
+    vals = [t.data_ptr() for t in tensors]
+    vals += [a for a, k in zip(args, kop.v.arg_kinds) if k == "scalar"]
+    vals += [int(evaluate(e, ev)) for e in plan.extras]
+    vals += [o.data_ptr() for o in outs]
+    pack = ParamPack(kop.param_codes(kdt))
+    buf, addr, _keep = pack.buffer()
+    try:
+        pack.struct.pack_into(buf, 0, *vals)
+    except (struct.error, OverflowError) as exc:
+        raise scalar_error(kop, args, exc) from None
+    kernel = kop.loaded_kernel(kdt, dev)
+    smem = int(evaluate(plan.shared_mem, ev))
+    (err,) = driver().cuLaunchKernel(kernel.function(dev), *grid, *plan.block, smem, stream, addr, 0)
+    if err:
+        relaunch(kop, kernel, err, dev, grid, plan.block, smem, addr, stream)
+
+
+def relaunch(kop: KernelOp, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None) -> None:
     """A launch failed: if the calling thread had another (or no) context current, make the
     tensor's device current and launch again; otherwise report the driver's error."""
     cu = driver()
@@ -176,8 +215,9 @@ def relaunch(kop: KernelOp, kernel, err, dev: int, grid, block, smem: int, addr:
         ctx_prev = cu.cuCtxGetCurrent()[1]
         PrimaryContext.make_current(dev)
         try:
-            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem,
-                                        torch._C._cuda_getCurrentRawStream(dev), addr, 0)
+            if stream is None:
+                stream = torch._C._cuda_getCurrentRawStream(dev)
+            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
         finally:
             if ctx_prev is not None and int(ctx_prev) != 0:
                 cu.cuCtxSetCurrent(ctx_prev)

@@ -1,0 +1,233 @@
+"""A TensorRT quickly-deployable plugin for each op, from the op's launch plan.
+
+For op ``ns::name`` this registers with ``tensorrt.plugin``:
+
+- the descriptor (``trtp.register``): output shapes and dtypes = the plan's output
+  expressions evaluated with TensorRT shape expressions;
+- ``trtp.aot_impl``: (lowered kernel name, PTX, ``KernelLaunchParams``, ``SymIntExprs``)
+  from the same plan; scalar inputs are baked into the extra arguments (a float as its
+  IEEE-754 bit pattern in a ``SymInt32``, an int range-checked in a ``SymInt32``, a bool
+  as a ``SymInt8``) ahead of the extras, where the kernel ABI puts them, so engines with
+  scalar ops run without Python;
+- ``trtp.impl`` (JIT): the same kernel through the eager launcher on TensorRT's stream,
+  for override-path ops without an ``aot_fn`` and as a fallback;
+- ``trtp.autotune``: the dtype combinations the spec supports and one tactic per
+  candidate block.
+
+Functions are built with explicit ``__signature__``s (inputs as ``trtp.TensorDesc``,
+then the scalar attributes, then ``outputs``/``tactic``/``stream``), which NVIDIA's
+validators read with ``inspect.signature``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import struct
+from typing import Any, Dict, List, Tuple, Union
+
+import torch
+
+from trt_kernels.errors import InputError
+from trt_kernels.expr import evaluate
+from trt_kernels.launch import driver_version
+from trt_kernels.ptxcheck import check_ptx_for_driver
+from trt_kernels.registry import KernelOp
+
+from .shapes import TrtEvaluator, autotune_type_string, io_dtypes_for, torch_dtype, trt_dtype
+
+
+def float_bits(value: float) -> int:
+    """The IEEE-754 single-precision bit pattern of ``value`` as a signed 32-bit int."""
+    return struct.unpack("<i", struct.pack("<f", float(value)))[0]
+
+
+class PluginBuilder:
+    """The four plugin functions of one op, against a given ``tensorrt`` / ``tensorrt.plugin``."""
+
+    def __init__(self, kop: KernelOp, trt, trtp):
+        self.kop = kop
+        self.trt = trt
+        self.trtp = trtp
+        v = kop.v
+        self.tensor_names = list(v.tensor_names)
+        self.scalar_decls = list(v.scalar_decls)
+        self.has_aot = kop.aot_fn is not None or (kop.has_plan_geometry and kop.has_plan_outputs)
+        if kop.has_plan_outputs:
+            self.n_out = len(kop.spec.outputs)
+        else:
+            self.n_out = len(self._meta_outputs(tuple(d.ndim or 1 for d in v.tensor_decls)))
+
+    # ----- signatures -----
+    def _params(self, tensor_ann, extra: List[Tuple[str, Any]]) -> List[inspect.Parameter]:
+        P = inspect.Parameter
+        ps = [P(n, P.POSITIONAL_OR_KEYWORD, annotation=tensor_ann) for n in self.tensor_names]
+        ps += [P(d.name, P.POSITIONAL_OR_KEYWORD, annotation=d.py_type) for d in self.scalar_decls]
+        ps += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in extra]
+        return ps
+
+    def _outs_ann(self, t):
+        return Tuple[tuple([t] * self.n_out)] if self.n_out > 1 else Tuple[t]
+
+    def _make(self, name: str, body, params, ret):
+        sig = inspect.Signature(params, return_annotation=ret)
+
+        def fn(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            return body(bound.arguments)
+
+        fn.__name__ = fn.__qualname__ = f"{self.kop.name}_{name}"
+        fn.__signature__ = sig
+        fn.__annotations__ = {p.name: p.annotation for p in params}
+        fn.__annotations__["return"] = ret
+        return fn
+
+    # ----- shared pieces -----
+    def _kernel_dtype(self, inputs) -> torch.dtype:
+        for d, desc in zip(self.kop.v.tensor_decls, inputs):
+            if d.dtype is None:
+                td = torch_dtype(self.trt, desc.dtype)
+                if td is None or td not in self.kop.dtypes:
+                    raise InputError(f"{self.kop.op_name}: TensorRT chose dtype {desc.dtype} for input {d.name!r}, "
+                                     f"which the kernel does not declare ({self.kop.dtypes})")
+                return td
+        return self.kop.dtypes[0]
+
+    def _meta_outputs(self, ranks):
+        from trt_kernels.symbolic import meta_outputs
+
+        kop = self.kop
+        ins = [d.dtype or kop.dtypes[0] for d in kop.v.tensor_decls]
+        scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in kop.v.scalar_decls]
+        return meta_outputs(kop.op_name, kop.meta_fn, kop.v.arg_kinds, ranks, ins, scalars)
+
+    def output_shapes(self, inputs) -> List[Tuple[Any, torch.dtype, Any]]:
+        """``(shape expressions or None for 'like input k', dtype, like)`` per output."""
+        ranks = tuple(len(d.shape_expr) for d in inputs)
+        kdt = self._kernel_dtype(inputs)
+        ev = TrtEvaluator(self.trtp, inputs)
+        if self.kop.has_plan_outputs:
+            plan = self.kop.plan(ranks)
+            ins = [d.dtype or kdt for d in self.kop.v.tensor_decls]
+            dts = [o.dtype if o.dtype is not None else ins[o.dtype_src] for o in plan.outputs]
+            return [(None if o.like is not None else [evaluate(e, ev) for e in o.shape], dt, o.like)
+                    for o, dt in zip(plan.outputs, dts)]
+        return [([evaluate(e, ev) for e in m.shape], m.dtype, None) for m in self._meta_outputs(ranks)]
+
+    # ----- the four functions -----
+    def descriptor(self):
+        trtp = self.trtp
+        ret = trtp.TensorDesc if self.n_out == 1 else Tuple[tuple([trtp.TensorDesc] * self.n_out)]
+
+        def body(a: Dict[str, Any]):
+            inputs = [a[n] for n in self.tensor_names]
+            outs = []
+            for shape, dt, like in self.output_shapes(inputs):
+                desc = inputs[like if like is not None else 0].like()
+                if shape is not None:
+                    se = trtp.ShapeExprs(len(shape))
+                    for i, s in enumerate(shape):
+                        se[i] = s
+                    desc.shape_expr = se
+                desc.dtype = trt_dtype(self.trt, dt)
+                outs.append(desc)
+            return outs[0] if self.n_out == 1 else tuple(outs)
+
+        return self._make("desc", body, self._params(trtp.TensorDesc, []), ret)
+
+    def aot_impl(self):
+        trtp = self.trtp
+        ret = Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]
+        params = self._params(trtp.TensorDesc, [("outputs", self._outs_ann(trtp.TensorDesc)), ("tactic", int)])
+
+        def body(a: Dict[str, Any]):
+            inputs = [a[n] for n in self.tensor_names]
+            kdt = self._kernel_dtype(inputs)
+            kop = self.kop
+            arch = kop.resolve_arch()
+            symbol = kop.symbol(kdt, arch)
+            ptx = kop.ptx if kop.ptx is not None else kop.program(arch).ptx
+            if kop.ptx is None:
+                check_ptx_for_driver(kop.op_name, kop.program(arch).nvrtc_version, driver_version(),
+                                     kop.program(arch).ptx_isa)
+            if kop.aot_fn is not None:
+                launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
+                return symbol, ptx, launch, extra
+            tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
+            plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic)
+            ev = TrtEvaluator(trtp, inputs)
+            launch = trtp.KernelLaunchParams()
+            launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
+            launch.block_x, launch.block_y, launch.block_z = plan.block
+            launch.shared_mem = evaluate(plan.shared_mem, ev)
+            extra = trtp.SymIntExprs(len(self.scalar_decls) + len(plan.extras))
+            for i, d in enumerate(self.scalar_decls):
+                extra[i] = self.scalar_arg(d, a[d.name])
+            for j, e in enumerate(plan.extras):
+                extra[len(self.scalar_decls) + j] = trtp.SymInt32(evaluate(e, ev))
+            return symbol, ptx, launch, extra
+
+        return self._make("aot_impl", body, params, ret)
+
+    def scalar_arg(self, decl, value):
+        trtp = self.trtp
+        if decl.py_type is float:
+            try:
+                return trtp.SymInt32(float_bits(value))
+            except (OverflowError, struct.error):
+                raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {value!r} does not fit a 32-bit C float") from None
+        if decl.py_type is bool:
+            return trtp.SymInt8(1 if value else 0)
+        v = int(value)
+        if not -(2**31) <= v < 2**31:
+            raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {v} does not fit a 32-bit C int")
+        return trtp.SymInt32(v)
+
+    def impl(self):
+        trtp = self.trtp
+        params = self._params(trtp.Tensor, [("outputs", self._outs_ann(trtp.Tensor)), ("stream", int), ("tactic", int)])
+
+        def body(a: Dict[str, Any]):
+            from trt_kernels.torch_op import launch_into
+
+            kop = self.kop
+            args = []
+            ti = iter(self.tensor_names)
+            si = iter(self.scalar_decls)
+            for kind in kop.v.arg_kinds:
+                args.append(torch.as_tensor(a[next(ti)], device="cuda") if kind == "tensor" else a[next(si).name])
+            outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
+            launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
+
+        return self._make("impl", body, params, None)
+
+    def autotune(self):
+        trtp = self.trtp
+        params = self._params(trtp.TensorDesc, [("outputs", self._outs_ann(trtp.TensorDesc))])
+        ret = List[trtp.AutoTuneCombination]
+
+        def body(a: Dict[str, Any]):
+            kop = self.kop
+            if kop.has_plan_outputs:
+                combos = [io_dtypes_for(kop, d) for d in kop.dtypes]
+            else:
+                ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
+                outs = [m.dtype for m in self._meta_outputs(ranks)]
+                combos = [[d.dtype or k for d in kop.v.tensor_decls] + outs for k in kop.dtypes]
+            types = autotune_type_string(kop.dtypes, combos)
+            tactics = list(range(1, kop.tactics + 1))
+            return [trtp.AutoTuneCombination(types, "LINEAR", tactics)]
+
+        return self._make("autotune", body, params, ret)
+
+
+def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
+    """Register the op's plugin with ``tensorrt.plugin``; returns what was registered."""
+    b = PluginBuilder(kop, trt, trtp)
+    trtp.register(kop.op_name)(b.descriptor())
+    trtp.autotune(kop.op_name)(b.autotune())
+    trtp.impl(kop.op_name)(b.impl())
+    if b.has_aot:
+        trtp.aot_impl(kop.op_name)(b.aot_impl())
+    return {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else "JIT (Python at run time)",
+            "aot": "yes" if b.has_aot else "no"}
+

@@ -1,0 +1,123 @@
+"""The plan's third interpreter: TensorRT shape expressions, and dtype names.
+
+:class:`TrtEvaluator` evaluates resolved plan expressions over ``trtp.TensorDesc``
+inputs. TensorRT 11.4's ``ShapeExpr`` has forward operators only (no ``__radd__``,
+``__rmul__``): an int on the left of ``+``/``*`` is swapped to the right, and on the
+left of ``-``/``//`` it becomes a constant ``trtp.ShapeExpr``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+
+from trt_kernels.expr import Evaluator
+
+# torch dtype <-> trt.DataType member name
+_TORCH_TO_TRT_NAME = {
+    torch.float32: "FLOAT", torch.float16: "HALF", torch.bfloat16: "BF16", torch.int32: "INT32",
+    torch.int64: "INT64", torch.int8: "INT8", torch.uint8: "UINT8", torch.bool: "BOOL",
+}
+
+
+def trt_dtype(trt, dtype: torch.dtype):
+    name = _TORCH_TO_TRT_NAME.get(dtype)
+    if name is None:
+        raise TypeError(f"TensorRT has no dtype for {dtype}")
+    return getattr(trt.DataType, name)
+
+
+def torch_dtype(trt, value) -> Optional[torch.dtype]:
+    for d, name in _TORCH_TO_TRT_NAME.items():
+        if value == getattr(trt.DataType, name, object()):
+            return d
+    return None
+
+
+class TrtEvaluator(Evaluator):
+    """Evaluates plan expressions to ``trtp.ShapeExpr`` (or plain ints where everything is constant)."""
+
+    def __init__(self, trtp, inputs: Sequence[Any]):
+        self.trtp = trtp
+        self.inputs = inputs
+
+    def dim(self, tensor: int, axis: int):
+        return self.inputs[tensor].shape_expr[axis]
+
+    def numel(self, tensor: int):
+        return self.inputs[tensor].shape_expr.numel()
+
+    def _const(self, v):
+        return self.trtp.ShapeExpr(v) if isinstance(v, int) else v
+
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        return b + a if isinstance(a, int) else a + b
+
+    def mul(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        return b * a if isinstance(a, int) else a * b
+
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        return self._const(a) - b
+
+    def floordiv(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a // b
+        return self._const(a) // b
+
+    def cdiv(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return -(-a // b)
+        return self.trtp.cdiv(a, b)
+
+    def max(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return max(a, b)
+        return self.trtp.max(a, b)
+
+    def min(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        return self.trtp.min(a, b)
+
+
+def autotune_type_string(kernel_dtypes: Sequence[torch.dtype], io_dtypes: List[List[torch.dtype]]) -> str:
+    """``AutoTuneCombination`` type string: one comma-separated position per input/output, each a
+    ``|``-list with one entry per kernel dtype (dependent combinations)."""
+    from trt_kernels.dtypes import trt_name
+
+    cols = []
+    for per_dtype in zip(*io_dtypes):  # per I/O position, its dtype under each kernel dtype
+        names = []
+        for d in per_dtype:
+            n = trt_name(d)
+            if n is None:
+                raise TypeError(f"TensorRT has no type for {d}")
+            names.append(n)
+        cols.append("|".join(names))
+    return ", ".join(cols)
+
+
+def io_dtypes_for(kop, kdt: torch.dtype) -> List[torch.dtype]:
+    """dtypes of every tensor input then every output when the kernel runs at ``kdt``."""
+    ins = [d.dtype or kdt for d in kop.v.tensor_decls]
+    outs: List[torch.dtype] = []
+    for o in kop.spec.outputs or ():
+        if o.dtype is not None:
+            outs.append(o.dtype)
+        elif o.dtype_from is not None:
+            outs.append(ins[kop.v.tensor_names.index(o.dtype_from)])
+        else:
+            src = getattr(o.shape, "input_idx", 0)
+            idx = kop.v.tensor_names.index(src) if isinstance(src, str) else src
+            outs.append(ins[idx])
+    return ins + outs
+
+
+Attrs = Dict[str, Any]
