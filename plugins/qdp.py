@@ -6,9 +6,8 @@ For op ``ns::name`` this registers with ``tensorrt.plugin``:
   expressions evaluated with TensorRT shape expressions;
 - ``trtp.aot_impl``: (lowered kernel name, PTX, ``KernelLaunchParams``, ``SymIntExprs``)
   from the same plan; scalar inputs are baked into the extra arguments (a float as its
-  IEEE-754 bit pattern in a ``SymInt32``, an int range-checked in a ``SymInt32``, a bool
-  as a ``SymInt8``) ahead of the extras, where the kernel ABI puts them, so engines with
-  scalar ops run without Python;
+  IEEE-754 bit pattern, an int range-checked, a bool as 0/1, each a ``SymInt32``) ahead of
+  the extras, where the kernel ABI puts them, so engines with scalar ops run without Python;
 - ``trtp.impl`` (JIT): the same kernel through the eager launcher on TensorRT's stream,
   for override-path ops without an ``aot_fn`` and as a fallback;
 - ``trtp.autotune``: the dtype combinations the spec supports and one tactic per
@@ -16,10 +15,13 @@ For op ``ns::name`` this registers with ``tensorrt.plugin``:
 
 Functions are built with explicit ``__signature__``s (inputs as ``trtp.TensorDesc``,
 then the scalar attributes, then ``outputs``/``tactic``/``stream``), which NVIDIA's
-validators read with ``inspect.signature``.
-"""
+validators read with ``inspect.signature``. (No ``from __future__ import annotations`` here:
+NVIDIA's validators need real annotation objects.)
 
-from __future__ import annotations
+Extra arguments are all ``trtp.SymInt32`` (TensorRT 11.4's build step rejects
+``SymInt8``/``SymInt16``), so a bool scalar travels as a ``SymInt32`` 0/1; with the
+kernel's parameter a 1-byte C ``bool``, the launch reads its low byte (little-endian).
+"""
 
 import inspect
 import struct
@@ -176,7 +178,7 @@ class PluginBuilder:
             except (OverflowError, struct.error):
                 raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {value!r} does not fit a 32-bit C float") from None
         if decl.py_type is bool:
-            return trtp.SymInt8(1 if value else 0)
+            return trtp.SymInt32(1 if value else 0)
         v = int(value)
         if not -(2**31) <= v < 2**31:
             raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {v} does not fit a 32-bit C int")

@@ -1,0 +1,234 @@
+"""Our plugin functions driven through NVIDIA's own tensorrt.plugin layer (over the CPU stand-in):
+NVIDIA's validators accept our descriptor / aot_impl / impl / autotune, and what TensorRT would
+build (output shapes, grid, block, extra args, kernel name, PTX) equals the plan's eager values."""
+
+import pytest
+import torch
+
+import trt_kernels as ttk
+from trt_kernels import registry
+from trt_kernels.converters import convert, split_arguments
+from trt_kernels.expr import SizesEvaluator, evaluate
+from trt_kernels.plugins import standin
+from trt_kernels.plugins.qdp import float_bits, register_plugin
+from kernels import MIXED, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    yield from standin.standin_fixture()
+
+
+def declare(spec, **kw):
+    name = unique("ttk_qdp")
+    ttk.cuda_kernel_op(name, spec, **kw)
+    return registry.get(name)
+
+
+def eager_plan(kop, shapes, tactic=1):
+    p = kop.plan(tuple(len(s) for s in shapes), tactic)
+    ev = SizesEvaluator(shapes)
+    return dict(outs=[tuple(evaluate(e, ev) for e in o.shape) for o in p.outputs],
+                grid=tuple(evaluate(e, ev) for e in p.grid), block=p.block,
+                smem=evaluate(p.shared_mem, ev), extras=[evaluate(e, ev) for e in p.extras])
+
+
+def build(env, kop, shapes, dtype="FP32", attrs=None, **kw):
+    if not hasattr(getattr(env.trtp.op, kop.namespace, None), kop.name):
+        register_plugin(kop, env.trt, env.trtp)
+    return env.build(kop.op_name, inputs=[(dtype, s) for s in shapes], attrs=attrs or {}, **kw)
+
+
+@pytest.mark.parametrize("shape", [(1,), (257,), (33, 47), (4, 0, 3)])
+def test_flat_sigmoid_matches_eager_plan(env, shape):
+    kop = declare(sigmoid_spec())
+    res = build(env, kop, [shape])
+    want = eager_plan(kop, [shape])
+    assert res.is_aot
+    assert res.output_shapes == want["outs"] and [d.name for d in res.output_dtypes] == ["FLOAT"]
+    assert res.grid == want["grid"] and res.block == want["block"]
+    assert res.extra_arg_values == want["extras"]
+    assert res.kernel_name in ("my_sigmoid", b"my_sigmoid")
+    assert res.ptx == kop.program("sm_90").ptx
+    assert res.problems() == [] or shape == (4, 0, 3)
+    # the same build evaluated at other sizes (dynamic shapes): still the eager formula
+    for other in [(5,), (1000,), (65537,)] if len(shape) == 1 else []:
+        lv = res.launch_at([other])
+        assert (lv["grid_x"], lv["grid_y"], lv["grid_z"]) == eager_plan(kop, [other])["grid"]
+        assert res.extra_args_at([other]) == eager_plan(kop, [other])["extras"]
+
+
+def test_scalar_is_baked_into_extra_args(env):
+    kop = declare(scale_spec())
+    res = build(env, kop, [(3, 5)], attrs={"alpha": 2.5})
+    assert res.extra_arg_values == [float_bits(2.5), 15]
+    assert res.is_aot  # the anchor falls back to JIT here; we do not
+
+
+def test_interleaved_scalars_bool_and_int(env):
+    kop = declare(ttk.KernelSpec(
+        kernel_source=MIXED, kernel_name="mixed",
+        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
+                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+        geometry=ttk.Elementwise(block=(128,))))
+    res = build(env, kop, [(10,), (10,)], attrs={"alpha": -0.75, "k": -3, "flag": True})
+    assert res.extra_arg_values == [float_bits(-0.75), -3, 1, 10]
+    assert res.grid == (1, 1, 1) and res.block == (128, 1, 1)
+
+
+def test_int_scalar_out_of_range_is_refused(env):
+    kop = declare(ttk.KernelSpec(
+        kernel_source=MIXED, kernel_name="mixed",
+        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
+                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+        geometry=ttk.Elementwise(block=(128,))))
+    with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
+        build(env, kop, [(10,), (10,)], attrs={"alpha": 1.0, "k": 2**32, "flag": False})
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (33, 47), (2, 3, 40, 50)])
+def test_nd_relu_grid(env, shape):
+    src = 'extern "C" __global__ void r2(const float* x, int H, int W, float* y) {}'
+    kop = declare(sigmoid_spec(kernel_source=src, kernel_name="r2", extras=[ttk.DimSize("x", -2), ttk.DimSize("x", -1)],
+                               geometry=ttk.Elementwise(block=(16, 16), layout="nd")))
+    res = build(env, kop, [shape])
+    want = eager_plan(kop, [shape])
+    assert res.grid == want["grid"] and res.block == (16, 16, 1) and res.extra_arg_values == want["extras"]
+
+
+def test_reduction_and_tactics(env):
+    kop = declare(row_sum_spec(kernel_source=ROW_SUM, geometry=ttk.Reduction(reduce_dims=(-1,), block_size=256,
+                                                                             tactics=(128, 512))))
+    res = build(env, kop, [(8, 300)])
+    assert res.tactics == [1, 2, 3]
+    for t, bs in [(1, 256), (2, 128), (3, 512)]:
+        r = build(env, kop, [(8, 300)], tactic=t)
+        assert r.output_shapes == [(8,)] and r.grid == (8, 1, 1) and r.block == (bs, 1, 1)
+        assert r.extra_arg_values == [300]
+
+
+def test_multi_output(env):
+    kop = declare(sigmoid_spec(kernel_source=SIN_COS, kernel_name="my_sin_cos",
+                               outputs=[ttk.OutputDecl("s", shape=ttk.SameAs("x")),
+                                        ttk.OutputDecl("c", shape=ttk.SameAs("x"))]))
+    res = build(env, kop, [(7, 31)])
+    assert res.output_shapes == [(7, 31), (7, 31)] and res.extra_arg_values == [217]
+
+
+def test_template_dtypes_autotune_and_kernel_names(env):
+    kop = declare(sigmoid_spec(kernel_source=TEMPLATE_SIGMOID, kernel_name="tsig<T>",
+                               dtypes=[torch.float32, torch.float16, torch.bfloat16]))
+    names = {dt: kop.symbol(tdt, "sm_90") for dt, tdt in
+             [("FP32", torch.float32), ("FP16", torch.float16), ("BF16", torch.bfloat16)]}
+    seen = set()
+    for dt in ("FP32", "FP16", "BF16"):
+        res = build(env, kop, [(5, 9)], dtype=dt)
+        combos = [[t.name for t, _ in c] for c in res.combinations]
+        assert combos == [["FLOAT", "FLOAT"], ["HALF", "HALF"], ["BF16", "BF16"]]
+        assert res.output_dtypes[0].name == {"FP32": "FLOAT", "FP16": "HALF", "BF16": "BF16"}[dt]
+        kn = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
+        assert kn == names[dt]
+        seen.add(kn)
+    assert len(seen) == 3
+
+
+def test_declarative_shape_expression(env):
+    src = 'extern "C" __global__ void rep(const float* x, int n, float* y) {}'
+    kop = declare(sigmoid_spec(kernel_source=src, kernel_name="rep",
+                               outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("x") * 2,))]))
+    res = build(env, kop, [(3, 7)])
+    assert res.output_shapes == [(42,)] and res.grid == (1, 1, 1) and res.extra_arg_values == [21]
+
+
+def test_override_path_meta_fn_and_aot_fn(env):
+    trtp = env.trtp
+    src = 'extern "C" __global__ void repeat2_kernel(const float* x, const int n, float* y) {}'
+
+    def meta(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty((x.numel() * 2,), device=x.device, dtype=x.dtype)
+
+    def aot(inputs, outputs, tactic):
+        n = inputs[0].shape_expr.numel()
+        params = trtp.KernelLaunchParams()
+        params.grid_x = trtp.cdiv(n, 256)
+        params.block_x = 256
+        params.shared_mem = 0
+        extra = trtp.SymIntExprs(1)
+        extra[0] = trtp.SymInt32(n)
+        return params, extra
+
+    kop = declare(ttk.KernelSpec(kernel_source=src, kernel_name="repeat2_kernel", inputs=[ttk.InputDecl("x")]),
+                  meta_fn=meta, eager_fn=meta, aot_fn=aot)
+    res = build(env, kop, [(1000,)])
+    assert res.is_aot and res.output_shapes == [(2000,)]
+    assert res.grid == (4, 1, 1) and res.block == (256, 1, 1) and res.extra_arg_values == [1000]
+    assert res.kernel_name in ("repeat2_kernel", b"repeat2_kernel")
+
+
+def test_override_without_aot_fn_is_jit(env):
+    def meta(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+
+    kop = declare(ttk.KernelSpec(kernel_source=TEMPLATE_SIGMOID.replace("template <typename T>", "").replace("T", "float")
+                                 .replace("tsig", "plain"), kernel_name="plain", inputs=[ttk.InputDecl("x")]),
+                  meta_fn=meta, eager_fn=meta)
+    res = build(env, kop, [(6,)], aot=False)
+    assert not res.is_aot and res.output_shapes == [(6,)]
+
+
+def test_converter_reorders_tensors_and_attributes(env):
+    kop = declare(ttk.KernelSpec(
+        kernel_source=MIXED, kernel_name="mixed",
+        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
+                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+        geometry=ttk.Elementwise(block=(128,))))
+    register_plugin(kop, env.trt, env.trtp)
+    net = env.network()
+
+    class Ctx:
+        pass
+
+    ctx = Ctx()
+    ctx.net = net
+    a = net.add_input("a", "FP32", [-1])
+    made = []
+
+    def get_trt_tensor(ctx_, value, name):
+        if isinstance(value, torch.Tensor):  # a constant from the graph
+            made.append(name)
+            return net.add_input(name, "FP32", list(value.shape))
+        return value
+
+    plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
+    # FX passes ints for a float attribute at times: split_arguments converts to the declared type
+    out = convert(kop, ctx, (a, 2, torch.ones(4)), {"k": 3, "flag": 1}, "node1",
+                  get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=True)
+    assert made == ["node1_b"]
+    (layer,) = net.layers
+    assert layer.is_aot and layer.name == "node1"
+    assert out is layer.get_output(0) and layer.num_outputs == 1
+    assert [t.name for t in layer.inputs] == ["a", "node1_b"]  # tensors first, in declaration order
+    tensors, attrs = split_arguments(kop, (a, 2, None), {"k": 3, "flag": 1})
+    assert [n for n, _ in tensors] == ["a", "b"] and attrs == {"alpha": 2.0, "k": 3, "flag": True}
+    assert type(attrs["alpha"]) is float and type(attrs["flag"]) is bool
+
+
+def test_nvidia_validator_rejects_a_wrong_aot_signature(env):
+    """Sanity: the layer we run our functions through is strict (NVIDIA's validators)."""
+    trtp = env.trtp
+    kop = declare(sigmoid_spec())
+    register_plugin(kop, env.trt, env.trtp)
+    other = unique("ttk_qdp")
+
+    @trtp.register(other)
+    def desc(x: trtp.TensorDesc, alpha: float) -> trtp.TensorDesc:
+        return x.like()
+
+    with pytest.raises(Exception, match="beta"):
+        @trtp.aot_impl(other)
+        def aot(x: trtp.TensorDesc, beta: float, outputs, tactic: int):
+            return None
