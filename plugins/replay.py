@@ -1,0 +1,141 @@
+"""AOT replay: launch exactly what an op's TensorRT ``aot_impl`` describes, and compare with eager.
+
+For machines with a GPU but without TensorRT. The op's plugin is registered with NVIDIA's
+own ``tensorrt.plugin`` layer (over the CPU stand-in, :mod:`trt_kernels.plugins.standin`),
+and a TensorRT build is simulated for the given inputs: descriptor, autotune, tactic,
+``aot_impl``. What comes back (kernel name, PTX, launch parameters, extra arguments) is
+evaluated at the inputs' sizes; the PTX is loaded with ``cuModuleLoadData`` (the driver's
+JIT, as TensorRT loads it) and launched the way TensorRT launches an AOT plugin kernel:
+``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``, into
+NaN-poisoned outputs. The outputs are compared with the eager op, bit for bit.
+
+Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (installed, or
+``TRT_STANDIN_BINDINGS`` pointing at the wheel) and a CUDA GPU. Usage::
+
+    from trt_kernels.plugins.replay import aot_replay
+    r = aot_replay("kern_ex::sigmoid", torch.randn(4, 128, device="cuda"))
+    assert r.bitwise_equal, r
+"""
+
+import ctypes
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Tuple
+
+import torch
+
+from trt_kernels import registry
+from trt_kernels.launch import PrimaryContext, check, driver
+
+from .qdp import register_plugin
+from .shapes import torch_dtype
+from .standin import standin
+
+_TRT_NAMES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16", torch.int32: "INT32",
+              torch.int8: "INT8", torch.bool: "BOOL", torch.int64: "INT64", torch.uint8: "UINT8"}
+
+
+@dataclass
+class ReplayResult:
+    op_name: str
+    tactic: int
+    kernel_name: str
+    grid: Tuple[int, int, int]
+    block: Tuple[int, int, int]
+    shared_mem: int
+    extra_args: List[int]
+    outputs: List[torch.Tensor] = field(repr=False)
+    eager: List[torch.Tensor] = field(repr=False)
+    launched: bool = True
+
+    @property
+    def bitwise_equal(self) -> bool:
+        return len(self.outputs) == len(self.eager) and all(
+            a.shape == b.shape and a.dtype == b.dtype and torch.equal(_bits(a), _bits(b))
+            for a, b in zip(self.outputs, self.eager)
+        )
+
+    def max_abs_diff(self) -> float:
+        diffs = [(a.double() - b.double()).abs().max().item() for a, b in zip(self.outputs, self.eager) if a.numel()]
+        return max(diffs, default=0.0)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """Reinterpret as integers of the same width, so NaNs compare by their bits."""
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(view) if t.dtype != torch.bool else t
+
+
+_functions = {}
+
+
+def _function(ptx: bytes, name: str, device: int):
+    """Load PTX through the driver's JIT (as TensorRT does) once per (PTX, name, device)."""
+    key = (ptx, name, device)
+    if key not in _functions:
+        cu = driver()
+        check(cu.cuCtxPushCurrent(PrimaryContext.get(device)), "cuCtxPushCurrent")
+        try:
+            image = ptx if ptx.endswith(b"\x00") else ptx + b"\x00"
+            mod = check(cu.cuModuleLoadData(image), "cuModuleLoadData(PTX)")
+            fn = check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name!r})")
+        finally:
+            cu.cuCtxPopCurrent()
+        _functions[key] = (mod, fn)
+    return _functions[key][1]
+
+
+def _op_name(op) -> str:
+    if isinstance(op, str):
+        return op
+    schema = getattr(op, "_schema", None)  # an OpOverload
+    return schema.name if schema is not None else op._qualified_op_name  # an OpOverloadPacket
+
+
+def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
+    """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
+    returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
+    context first (e.g. to hand an ``aot_fn`` the stand-in ``tensorrt.plugin`` module)."""
+    kop = registry.get(_op_name(op))
+    tensors = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
+    tensors = [t.contiguous() for t in tensors]
+    with standin() as env:
+        if on_standin is not None:
+            on_standin(env)
+        register_plugin(kop, env.trt, env.trtp)
+        res = env.build(kop.op_name, inputs=[(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors],
+                        attrs=attrs, aot=True, tactic=tactic)
+        out_dtypes = [torch_dtype(env.trt, d) for d in res.output_dtypes]
+    lv = res.launch_values
+    grid = (lv["grid_x"], lv["grid_y"], lv["grid_z"])
+    block = (lv["block_x"], lv["block_y"], lv["block_z"])
+    smem = lv["shared_mem"]
+    extras = res.extra_arg_values
+    kname = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
+    ptx = res.ptx.encode() if isinstance(res.ptx, str) else bytes(res.ptx)
+    dev = tensors[0].device
+    outs = [torch.empty(s, dtype=d, device=dev) for s, d in zip(res.output_shapes, out_dtypes)]
+    for o in outs:
+        if o.is_floating_point():
+            o.fill_(float("nan"))
+        else:
+            o.fill_(-1 if o.dtype != torch.bool else True)
+    launched = all(grid)
+    if launched:
+        # one pointer per kernel argument, as cuLaunchKernel's kernelParams; extras are 32-bit
+        slots = [ctypes.c_uint64(t.data_ptr()) for t in tensors]
+        slots += [ctypes.c_int32(struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0]) for v in extras]
+        slots += [ctypes.c_uint64(o.data_ptr()) for o in outs]
+        arr = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(s) for s in slots])
+        fn = _function(ptx, kname, dev.index)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        with torch.cuda.device(dev):
+            check(driver().cuLaunchKernel(fn, *grid, *block, smem, stream, ctypes.addressof(arr), 0),
+                  f"{kop.op_name}: replay cuLaunchKernel")
+        torch.cuda.synchronize(dev)
+    eager = kop.overload(*args)
+    eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    torch.cuda.synchronize(dev)
+    return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
+                        shared_mem=smem, extra_args=list(extras), outputs=outs, eager=eager, launched=launched)
