@@ -7,7 +7,9 @@ and a TensorRT build is simulated for the given inputs: descriptor, autotune, ta
 evaluated at the inputs' sizes; the PTX is loaded with ``cuModuleLoadData`` (the driver's
 JIT, as TensorRT loads it) and launched the way TensorRT launches an AOT plugin kernel:
 ``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``, into
-NaN-poisoned outputs. The outputs are compared with the eager op, bit for bit.
+NaN-poisoned outputs. The outputs are compared with the eager op, bit for bit (for a tactic
+other than the first, with the eager launcher run at that tactic, since eager ops use the
+first: a reduction with another block size sums in another order).
 
 Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (installed, or
 ``TRT_STANDIN_BINDINGS`` pointing at the wheel) and a CUDA GPU. Usage::
@@ -134,8 +136,15 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
             check(driver().cuLaunchKernel(fn, *grid, *block, smem, stream, ctypes.addressof(arr), 0),
                   f"{kop.op_name}: replay cuLaunchKernel")
         torch.cuda.synchronize(dev)
-    eager = kop.overload(*args)
-    eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    if res.tactic in (0, 1) or kop.eager_fn is not None:
+        eager = kop.overload(*args)  # the op as users call it (eager uses tactic 1)
+        eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    else:  # the eager launcher at the same tactic: CUBIN and int-evaluated plan, same block
+        from trt_kernels.torch_op import launch_into
+
+        eager = [torch.empty_like(o) for o in outs]
+        eager_args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+        launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=smem, extra_args=list(extras), outputs=outs, eager=eager, launched=launched)
