@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Tuple, Union
 
 import torch
 
+from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError
 from trt_kernels.expr import evaluate
 from trt_kernels.launch import driver_version
@@ -215,6 +216,10 @@ class PluginBuilder:
                 ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
                 outs = [m.dtype for m in self._meta_outputs(ranks)]
                 combos = [[d.dtype or k for d in kop.v.tensor_decls] + outs for k in kop.dtypes]
+            # TensorRT has no float64: advertise the combinations it can hold
+            combos = [c for c in combos if all(trt_name(d) is not None for d in c)]
+            if not combos:
+                raise TypeError(f"{kop.op_name}: none of the kernel's dtypes exists in TensorRT")
             types = autotune_type_string(kop.dtypes, combos)
             tactics = list(range(1, kop.tactics + 1))
             return [trtp.AutoTuneCombination(types, "LINEAR", tactics)]

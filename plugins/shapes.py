@@ -89,7 +89,8 @@ class TrtEvaluator(Evaluator):
 
 def autotune_type_string(kernel_dtypes: Sequence[torch.dtype], io_dtypes: List[List[torch.dtype]]) -> str:
     """``AutoTuneCombination`` type string: one comma-separated position per input/output, each a
-    ``|``-list with one entry per kernel dtype (dependent combinations)."""
+    ``|``-list with one entry per combination (``io_dtypes[k]`` = the I/O dtypes of combination k),
+    so the k-th alternatives go together (dependent combinations)."""
     from trt_kernels.dtypes import trt_name
 
     cols = []

@@ -232,3 +232,10 @@ def test_nvidia_validator_rejects_a_wrong_aot_signature(env):
         @trtp.aot_impl(other)
         def aot(x: trtp.TensorDesc, beta: float, outputs, tactic: int):
             return None
+
+
+def test_float64_is_not_advertised_to_tensorrt(env):
+    kop = declare(sigmoid_spec(kernel_source=TEMPLATE_SIGMOID, kernel_name="tsig<T>",
+                               dtypes=[torch.float32, torch.float64]))
+    res = build(env, kop, [(5,)])
+    assert [[t.name for t, _ in c] for c in res.combinations] == [["FLOAT", "FLOAT"]]

@@ -25,6 +25,8 @@ def cuda_kernel_op(
     eager_fn: Optional[Callable[..., Any]] = None,
     aot_fn: Optional[Callable[..., Any]] = None,
     schema: Optional[str] = None,
+    backward: Optional[Callable[..., Any]] = None,
+    setup_context: Optional[Callable[..., Any]] = None,
     supports_dynamic_shapes: bool = True,
     requires_output_allocator: bool = False,
     priority: Any = None,
@@ -43,13 +45,23 @@ def cuda_kernel_op(
     (``spec.geometry`` may then be omitted); ``aot_fn(inputs, outputs, tactic) ->
     (trtp.KernelLaunchParams, trtp.SymIntExprs)`` replaces the derived TensorRT launch.
 
+    Autograd: ``backward(ctx, *grad_outputs)`` returns one gradient per input (``None`` for
+    scalars and inputs without one); it may call other declared ops. ``setup_context(ctx,
+    inputs, output)`` defaults to saving the tensor inputs then the outputs
+    (``ctx.saved_tensors``) and the scalars (``ctx.scalars``, a dict). Registered with
+    ``torch.library.register_autograd``. An op without ``backward`` keeps the fast path
+    and raises when called in grad mode with an input that requires grad (its gradient
+    would otherwise be silently missing).
+
     Returns the op (``torch.ops.<ns>.<name>``).
     """
+    if setup_context is not None and backward is None:
+        raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
     v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
                  has_aot_fn=aot_fn is not None)
     kop = KernelOp(
         op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
-        supports_dynamic_shapes=supports_dynamic_shapes,
+        supports_dynamic_shapes=supports_dynamic_shapes, backward=backward, setup_context=setup_context,
         options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                      capability_validator=capability_validator),
     )

@@ -8,7 +8,8 @@ expressions are written out as Python source and compiled. The source is built
 only from this package's own templates, argument positions and integers; no
 user-provided string reaches it. The function it defines does, in order:
 
-1. device agreement of the tensor inputs;
+1. device agreement of the tensor inputs; for an op without a backward, refusal when an
+   input requires grad in grad mode (the gradient would be silently missing);
 2. every size the launch needs (each ``numel()``/``shape`` read once), with the
    int32 range of each extra and CUDA's grid limits checked, so an oversized
    input raises before anything is copied or allocated;
@@ -102,6 +103,12 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         raise InputError(f"{op}: inputs are on different devices ({kop.v.tensor_names[0]} on {t0.device}, "
                          f"{kop.v.tensor_names[i]} on {t.device}). Fix: move them to one CUDA device")
 
+    def no_backward():
+        raise InputError(
+            f"{op} has no backward, and an input requires grad in grad mode: its gradient would be silently "
+            "missing. Fix: declare backward= in cuda_kernel_op, or call it under torch.no_grad() / "
+            "torch.inference_mode(), or pass x.detach()")
+
     def new_buffer():
         return pack.buffer()
 
@@ -116,7 +123,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         raise _scalar_error(kop, args, exc) from None
 
     ns: Dict[str, Any] = dict(
-        _too_big=too_big, _bad_grid=bad_grid, _bad_device=bad_device, _new_buffer=new_buffer,
+        _too_big=too_big, _bad_grid=bad_grid, _no_backward=no_backward, _grad_enabled=torch.is_grad_enabled, _bad_device=bad_device, _new_buffer=new_buffer,
         _relaunch=relaunch, _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
         _launch=launch or driver().cuLaunchKernel,
         _stream=stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
@@ -127,6 +134,8 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         ns[f"_odt{i}"] = d
     params = ", ".join(f"a{i}" for i in range(nargs))
     body: List[str] = [f"    dev = a{tpos[0]}.get_device()"]
+    if kop.backward is None:  # a gradient through this op would be silently missing: refuse
+        body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and _grad_enabled(): _no_backward()")
     for t in range(1, len(tpos)):
         body.append(f"    if a{tpos[t]}.get_device() != dev: _bad_device({t}, a{tpos[0]}, a{tpos[t]})")
     # sizes: extras, grid, shared memory, non-trivial output shapes

@@ -36,6 +36,8 @@ class KernelOp:
     schema: str = ""
     ptx: Optional[bytes] = None  # precompiled PTX (ptx_op): NVRTC is skipped
     supports_dynamic_shapes: bool = True
+    backward: Optional[Callable[..., Any]] = None
+    setup_context: Optional[Callable[..., Any]] = None
     options: Dict[str, Any] = field(default_factory=dict)
     # filled in as the op is used
     library: Any = None

@@ -318,7 +318,8 @@ def validate(
             if not isinstance(o, OutputDecl):
                 raise _fail(op, where, f"expected OutputDecl, got {o!r}", "use ttk.OutputDecl(name, shape=...)")
             if not isinstance(o.name, str) or not _IDENT.match(o.name) or o.name in _RESERVED:
-                raise _fail(op, where, f"name {o.name!r} is not a usable name", "use a Python identifier")
+                raise _fail(op, where, f"name {o.name!r} is not a usable name",
+                            "use a Python identifier that is not one of " + ", ".join(sorted(_RESERVED)))
             if o.name in seen:
                 raise _fail(op, where, f"duplicate name {o.name!r}", "give every input and output a distinct name")
             seen.add(o.name)

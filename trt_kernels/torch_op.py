@@ -244,6 +244,38 @@ def scalar_error(kop: KernelOp, args, exc) -> InputError:
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
 
 
+# ---------------- autograd ----------------
+
+
+def make_setup_context(kop: KernelOp):
+    if kop.setup_context is not None:
+        return kop.setup_context
+    kinds = kop.v.arg_kinds
+    names = [d.name for d in kop.spec.inputs]
+
+    def setup_context(ctx, inputs, output):
+        outs = output if isinstance(output, (tuple, list)) else (output,)
+        ctx.save_for_backward(*[a for a, k in zip(inputs, kinds) if k == "tensor"], *outs)
+        ctx.scalars = {n: a for n, a, k in zip(names, inputs, kinds) if k == "scalar"}
+
+    return setup_context
+
+
+def make_backward(kop: KernelOp):
+    n_in = len(kop.spec.inputs)
+    op = kop.op_name
+
+    def backward(ctx, *grads):
+        res = kop.backward(ctx, *grads)
+        res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+        if len(res) != n_in:
+            raise RuntimeError(f"{op}: backward returned {len(res)} gradients; the op has {n_in} inputs "
+                               "(return None for scalars and inputs without a gradient)")
+        return res
+
+    return backward
+
+
 # ---------------- registration ----------------
 
 
@@ -258,6 +290,9 @@ def register(kop: KernelOp) -> None:
             torch.library.register_fake(kop.op_name, make_fake_impl(kop), lib=lib)
         lib.impl(kop.name, kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop), "CUDA")
         lib.impl(kop.name, make_cpu_impl(kop), "CPU")
+        if kop.backward is not None:
+            torch.library.register_autograd(kop.op_name, make_backward(kop), setup_context=make_setup_context(kop),
+                                            lib=lib)
     except Exception:
         lib._destroy()
         raise

@@ -1,0 +1,59 @@
+"""Ops declared from several threads; two processes compiling one kernel leave one valid entry."""
+
+import multiprocessing as mp
+import threading
+
+import trt_kernels as ttk
+from trt_kernels import compile as comp
+from trt_kernels import registry
+from kernels import SIGMOID, sigmoid_spec, unique
+
+
+def test_declare_from_threads(monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    names = [unique("ttk_thr") for _ in range(16)]
+    errors = []
+
+    def declare(n, i):
+        try:
+            ttk.cuda_kernel_op(n, sigmoid_spec(kernel_source=SIGMOID + f"\n// variant {i % 4}"))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=declare, args=(n, i)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for n in names:
+        assert registry.get(n).program("sm_90").lowered == {"my_sigmoid": "my_sigmoid"}
+
+
+def _compile_in_child(cache_dir, source, q):
+    import os
+
+    os.environ["TRT_KERNELS_CACHE_DIR"] = cache_dir
+    from trt_kernels.compile import compile_program
+
+    prog = compile_program(source, ["my_sigmoid"], arch="sm_90")
+    q.put((prog.from_cache, len(prog.cubin)))
+
+
+def test_two_processes_compile_the_same_kernel(tmp_path):
+    source = SIGMOID + "\n// two processes\n"
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_compile_in_child, args=(str(tmp_path), source, q)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    results = [q.get() for _ in procs]
+    assert all(n > 0 for _, n in results)
+    entries = list(tmp_path.iterdir())
+    assert len(entries) == 1 and entries[0].suffix == ".bin"  # one entry, no temporary left behind
+    key = entries[0].stem
+    prog = comp._decode(entries[0].read_bytes(), key)  # valid: checksum and key verify
+    assert prog.lowered == {"my_sigmoid": "my_sigmoid"}
