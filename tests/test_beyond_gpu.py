@@ -96,6 +96,16 @@ def _ref(x):
     return (torch.sin(y) * torch.cos(y) + torch.relu(x)).sum(-1)
 
 
+def test_torch_export_dynamic_batch_runs(seed):
+    torch._dynamo.reset()
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    ep = torch.export.export(Net(), (rnd(8, 300),), dynamic_shapes={"x": {0: batch}})
+    m = ep.module()
+    for b in (1, 9, 100):
+        x = rnd(b, 300)
+        torch.testing.assert_close(m(x), _ref(x), atol=1e-4, rtol=1e-4)
+
+
 def test_torch_compile_fullgraph_dynamic_batch(seed):
     torch._dynamo.reset()
     model = torch.compile(Net(), fullgraph=True, dynamic=True)
@@ -103,15 +113,6 @@ def test_torch_compile_fullgraph_dynamic_batch(seed):
         x = rnd(b, 300)
         torch.testing.assert_close(model(x), _ref(x), atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(model(x), Net()(x), atol=1e-5, rtol=1e-5)
-
-
-def test_torch_export_dynamic_batch_runs(seed):
-    batch = torch.export.Dim("batch", min=1, max=1024)
-    ep = torch.export.export(Net(), (rnd(8, 300),), dynamic_shapes={"x": {0: batch}})
-    m = ep.module()
-    for b in (1, 9, 100):
-        x = rnd(b, 300)
-        torch.testing.assert_close(m(x), _ref(x), atol=1e-4, rtol=1e-4)
 
 
 def test_cuda_graph_capture_and_replay(seed):
