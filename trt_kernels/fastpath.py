@@ -193,3 +193,29 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     fn.pack = pack
     return fn
 
+
+
+def build_dispatcher(kop, entries: Dict, new_entry: Callable) -> Callable[..., Any]:
+    """The function registered as the op's CUDA kernel: picks the launcher for the inputs'
+    dtypes and ranks (building it on first use) and calls it. Written with the op's exact
+    arity, so no argument tuple is packed and unpacked on the way."""
+    kinds = kop.v.arg_kinds
+    tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
+    params = ", ".join(f"a{i}" for i in range(len(kinds)))
+    if len(tpos) == 1:
+        key = f"(a{tpos[0]}.dtype, a{tpos[0]}.dim())"
+    else:
+        key = "(" + ", ".join([f"a{p}.dtype" for p in tpos] + [f"a{p}.dim()" for p in tpos]) + ")"
+    src = (
+        f"def dispatch({params}):\n"
+        f"    key = {key}\n"
+        f"    fn = _get(key)\n"
+        f"    if fn is None:\n"
+        f"        fn = _new(key, ({params},))\n"
+        f"    return fn({params})\n"
+    )
+    ns: Dict[str, Any] = {"_get": entries.get, "_new": new_entry}
+    exec(compile(src, f"<trt_kernels dispatcher {kop.op_name}>", "exec"), ns)  # noqa: S102 - our template
+    fn = ns["dispatch"]
+    fn.source = src
+    return fn

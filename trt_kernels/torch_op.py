@@ -120,12 +120,10 @@ def make_cuda_impl(kop: KernelOp):
     Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
-    from .fastpath import build_launcher
+    from .fastpath import build_dispatcher, build_launcher
 
     kinds = kop.v.arg_kinds
     tpos = tuple(i for i, k in enumerate(kinds) if k == "tensor")
-    single = len(tpos) == 1
-    t_first = tpos[0]
     entries: Dict[Tuple, Any] = {}
     lock = threading.Lock()
 
@@ -148,21 +146,7 @@ def make_cuda_impl(kop: KernelOp):
                 entries[key] = fn
         return fn
 
-    if single:
-        def impl(*args):
-            x = args[t_first]
-            fn = entries.get((x.dtype, x.dim()))
-            if fn is None:
-                fn = new_entry((x.dtype, x.dim()), args)
-            return fn(*args)
-    else:
-        def impl(*args):
-            key = tuple([args[i].dtype for i in tpos] + [args[i].dim() for i in tpos])
-            fn = entries.get(key)
-            if fn is None:
-                fn = new_entry(key, args)
-            return fn(*args)
-
+    impl = build_dispatcher(kop, entries, new_entry)
     impl.__name__ = f"{kop.name}_cuda"
     impl.launchers = entries
     return impl
