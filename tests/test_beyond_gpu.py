@@ -96,14 +96,34 @@ def _ref(x):
     return (torch.sin(y) * torch.cos(y) + torch.relu(x)).sum(-1)
 
 
+_EXPORT_SCRIPT = """
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+from conftest import load_example
+load_example("cuda_kernel_op")
+import test_beyond_gpu as T
+batch = torch.export.Dim("batch", min=1, max=1024)
+ep = torch.export.export(T.Net(), (torch.randn(8, 300, device="cuda"),), dynamic_shapes={"x": {0: batch}})
+m = ep.module()
+for b in (1, 9, 100):
+    x = torch.randn(b, 300, device="cuda")
+    torch.testing.assert_close(m(x), T._ref(x), atol=1e-4, rtol=1e-4)
+print("export OK")
+"""
+
+
 def test_torch_export_dynamic_batch_runs(seed):
-    torch._dynamo.reset()
-    batch = torch.export.Dim("batch", min=1, max=1024)
-    ep = torch.export.export(Net(), (rnd(8, 300),), dynamic_shapes={"x": {0: batch}})
-    m = ep.module()
-    for b in (1, 9, 100):
-        x = rnd(b, 300)
-        torch.testing.assert_close(m(x), _ref(x), atol=1e-4, rtol=1e-4)
+    # In a fresh interpreter: under pytest's log capture, torch 2.11's export failed inside its own
+    # constraint pretty-printer (symbolic_shapes.py, "not enough values to unpack"); the same
+    # export passes outside pytest, which is what users run.
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests")], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and "export OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 
 def test_torch_compile_fullgraph_dynamic_batch(seed):
