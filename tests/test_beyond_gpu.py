@@ -101,6 +101,7 @@ import sys, torch
 sys.path.insert(0, sys.argv[1])
 from conftest import load_example
 load_example("cuda_kernel_op")
+load_example("dtypes_autograd")  # ops with a backward registered too, as in the test session
 import test_beyond_gpu as T
 batch = torch.export.Dim("batch", min=1, max=1024)
 ep = torch.export.export(T.Net(), (torch.randn(8, 300, device="cuda"),), dynamic_shapes={"x": {0: batch}})
