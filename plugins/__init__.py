@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 import threading
 from typing import Dict, Optional
 
@@ -38,10 +39,19 @@ def qdp_usable(version: str) -> Optional[str]:
     return None
 
 
+def _installed(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _probe():
     """Import tensorrt, tensorrt.plugin and torch_tensorrt; (modules, None) or (None, reason)."""
     for name in ("tensorrt", "torch_tensorrt"):
-        if importlib.util.find_spec(name) is None:
+        if not _installed(name):
             return None, f"{name} is not installed (pip install 'trt-kernels[tensorrt]')"
     try:
         import tensorrt as trt
@@ -106,7 +116,7 @@ def tensorrt_status() -> Dict[str, str]:
     """``{"available": "yes"|"no", "reason": ...}`` for the TensorRT side in this process."""
     with _LOCK:
         if not _STATE:
-            mods, reason = _probe() if importlib.util.find_spec("tensorrt") else (None, "tensorrt is not installed")
+            mods, reason = _probe()
             if mods is None:
                 return {"available": "no", "reason": reason}
             return {"available": "not initialised", "reason": "call trt_kernels.plugins.init() or declare an op"}

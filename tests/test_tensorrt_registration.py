@@ -1,0 +1,94 @@
+"""The TensorRT side's registration flow, on CPU: NVIDIA's tensorrt.plugin over the stand-in, and a
+minimal torch_tensorrt stand-in that records converters. Ops declared before the TensorRT side
+is initialised are registered when it is; later ones as they are declared."""
+
+import importlib.machinery
+import sys
+import types
+
+import pytest
+
+import trt_kernels as ttk
+from trt_kernels import plugins, registry
+from trt_kernels.plugins import qdp_usable, standin
+from trt_kernels.status import status
+from kernels import scale_spec, sigmoid_spec, unique
+
+
+@pytest.fixture
+def trt_side(monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    monkeypatch.setattr(plugins, "_STATE", {})
+    monkeypatch.setattr(registry, "_listeners", [])
+    converters = {}
+
+    def dynamo_tensorrt_converter(target, **kw):
+        def deco(fn):
+            converters[target] = (fn, kw)
+            return fn
+        return deco
+
+    mods = {}
+    for name in ("torch_tensorrt", "torch_tensorrt.dynamo", "torch_tensorrt.dynamo.conversion",
+                 "torch_tensorrt.dynamo.conversion.converter_utils"):
+        m = types.ModuleType(name)
+        m.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        mods[name] = m
+    mods["torch_tensorrt"].ENABLED_FEATURES = types.SimpleNamespace(qdp_plugin=True)
+    mods["torch_tensorrt"].dynamo = mods["torch_tensorrt.dynamo"]
+    mods["torch_tensorrt.dynamo"].conversion = mods["torch_tensorrt.dynamo.conversion"]
+    mods["torch_tensorrt.dynamo.conversion"].dynamo_tensorrt_converter = dynamo_tensorrt_converter
+    mods["torch_tensorrt.dynamo.conversion"].converter_utils = mods["torch_tensorrt.dynamo.conversion.converter_utils"]
+    mods["torch_tensorrt.dynamo.conversion.converter_utils"].get_trt_tensor = lambda ctx, v, name: v
+    for name, m in mods.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    for env in standin.standin_fixture():
+        yield env, converters
+
+
+def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):
+    env, converters = trt_side
+    before = unique("ttk_reg")
+    ttk.cuda_kernel_op(before, sigmoid_spec())  # declared first: init runs here, once
+    assert plugins.tensorrt_status() == {"available": "yes", "reason": ""}
+    after = unique("ttk_reg")
+    ttk.cuda_kernel_op(after, scale_spec())
+    for name in (before, after):
+        kop = registry.get(name)
+        assert kop.trt["aot"] == "yes" and kop.trt["converter"].startswith("registered")
+        fn, kw = converters[kop.overload]
+        assert kw["supports_dynamic_shapes"] is True
+        assert hasattr(getattr(env.trtp.op, kop.namespace), kop.name)  # the QDP plugin exists
+    rows = {r["op"]: r for r in status()}
+    assert rows[after]["plugin"].startswith("AOT")
+
+    # the registered converter adds the plugin layer to a network
+    kop = registry.get(after)
+    fn, _ = converters[kop.overload]
+    net = env.network()
+    ctx = types.SimpleNamespace(net=net)
+    x = net.add_input("x", "FP32", [-1, 8])
+    out = fn(ctx, kop.overload, (x, 0.5), {}, "scale_node")
+    (layer,) = net.layers
+    assert layer.is_aot and out is layer.get_output(0)
+
+
+def test_init_after_the_fact_registers_earlier_ops(trt_side):
+    env, converters = trt_side
+    real_probe = plugins._probe
+    plugins._probe = lambda: (None, "tensorrt is not installed (test)")
+    try:
+        early = unique("ttk_reg")
+        ttk.cuda_kernel_op(early, sigmoid_spec())
+        assert plugins.tensorrt_status()["available"] == "no"
+        assert "converter" not in registry.get(early).trt
+    finally:
+        plugins._probe = real_probe  # TensorRT becomes importable later in the process ...
+    assert plugins.init(force=True)  # ... and the TensorRT side is initialised
+    assert registry.get(early).overload in converters
+
+
+@pytest.mark.parametrize("version,ok", [("10.13.3", False), ("10.14.1.48", False), ("10.15.0", True),
+                                        ("11.4.0.106", True), ("10.16.2", True)])
+def test_qdp_version_gate(version, ok):
+    assert (qdp_usable(version) is None) == ok
