@@ -93,5 +93,18 @@ def row_sum_spec(**kw) -> ttk.KernelSpec:
     return ttk.KernelSpec(**args)
 
 
+def mixed_spec(**kw) -> ttk.KernelSpec:
+    """Tensors and scalars interleaved in the op's signature: (a, alpha, b, k, flag)."""
+    args = dict(
+        kernel_source=MIXED, kernel_name="mixed",
+        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
+                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+        geometry=ttk.Elementwise(block=(128,)),
+    )
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
 def float32(*shape):
     return torch.randn(*shape, dtype=torch.float32)

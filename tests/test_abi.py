@@ -5,7 +5,7 @@ import pytest
 import trt_kernels as ttk
 from trt_kernels.abi import ptx_params
 from trt_kernels.compile import compile_program
-from kernels import MIXED, SCALE, SIGMOID, sigmoid_spec, unique
+from kernels import MIXED, mixed_spec, SCALE, SIGMOID, sigmoid_spec, unique
 
 
 def test_ptx_params_kinds_and_sizes():
@@ -15,14 +15,7 @@ def test_ptx_params_kinds_and_sizes():
 
 
 def test_matching_mixed_signature_registers():
-    spec = ttk.KernelSpec(
-        kernel_source=MIXED, kernel_name="mixed",
-        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
-                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
-        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
-        geometry=ttk.Elementwise(block=(128,)), arch_override="sm_90",
-    )
-    op = ttk.cuda_kernel_op(unique(), spec)
+    op = ttk.cuda_kernel_op(unique(), mixed_spec(arch_override="sm_90"))
     assert str(op.default._schema).endswith("(Tensor a, float alpha, Tensor b, int k, bool flag) -> Tensor")
 
 

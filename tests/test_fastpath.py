@@ -10,7 +10,7 @@ import torch
 import trt_kernels as ttk
 from trt_kernels import registry
 from trt_kernels.fastpath import build_launcher
-from kernels import MIXED, row_sum_spec, sigmoid_spec, unique
+from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 
 
 class StubKernel:
@@ -54,12 +54,7 @@ def launcher_for(name, tensors):
 
 def test_abi_order_with_interleaved_scalars():
     name = unique()
-    ttk.cuda_kernel_op(name, ttk.KernelSpec(
-        kernel_source=MIXED, kernel_name="mixed",
-        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
-                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
-        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
-        geometry=ttk.Elementwise(block=(128,))))
+    ttk.cuda_kernel_op(name, mixed_spec())
     a, b = torch.randn(3, 100), torch.randn(3, 100)
     fn, rec = launcher_for(name, [a, b])
     y = fn(a, 1.5, b, -7, True)

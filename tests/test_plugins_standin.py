@@ -11,7 +11,7 @@ from trt_kernels.converters import convert, split_arguments
 from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.plugins import standin
 from trt_kernels.plugins.qdp import float_bits, register_plugin
-from kernels import MIXED, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
+from kernels import mixed_spec, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
 
 
 @pytest.fixture
@@ -67,24 +67,14 @@ def test_scalar_is_baked_into_extra_args(env):
 
 
 def test_interleaved_scalars_bool_and_int(env):
-    kop = declare(ttk.KernelSpec(
-        kernel_source=MIXED, kernel_name="mixed",
-        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
-                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
-        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
-        geometry=ttk.Elementwise(block=(128,))))
+    kop = declare(mixed_spec())
     res = build(env, kop, [(10,), (10,)], attrs={"alpha": -0.75, "k": -3, "flag": True})
     assert res.extra_arg_values == [float_bits(-0.75), -3, 1, 10]
     assert res.grid == (1, 1, 1) and res.block == (128, 1, 1)
 
 
 def test_int_scalar_out_of_range_is_refused(env):
-    kop = declare(ttk.KernelSpec(
-        kernel_source=MIXED, kernel_name="mixed",
-        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
-                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
-        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
-        geometry=ttk.Elementwise(block=(128,))))
+    kop = declare(mixed_spec())
     with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
         build(env, kop, [(10,), (10,)], attrs={"alpha": 1.0, "k": 2**32, "flag": False})
 
@@ -180,12 +170,7 @@ def test_override_without_aot_fn_is_jit(env):
 
 
 def test_converter_reorders_tensors_and_attributes(env):
-    kop = declare(ttk.KernelSpec(
-        kernel_source=MIXED, kernel_name="mixed",
-        inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", float), ttk.InputDecl("b"),
-                ttk.ScalarInput("k", int), ttk.ScalarInput("flag", bool)],
-        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
-        geometry=ttk.Elementwise(block=(128,))))
+    kop = declare(mixed_spec())
     register_plugin(kop, env.trt, env.trtp)
     net = env.network()
 
