@@ -108,4 +108,25 @@ def test_generated_source_reads_each_size_once():
     name = unique()
     ttk.cuda_kernel_op(name, sigmoid_spec())
     fn, _ = launcher_for(name, [torch.randn(4)])
-    assert fn.source.count(".numel()") == 1
+    assert fn.source.count("a0.numel()") == 1
+
+
+def test_empty_grid_with_a_nonempty_output_is_refused():
+    name = unique()
+    src = 'extern "C" __global__ void k3(const float* x, int n, float* y) {}'
+    ttk.cuda_kernel_op(name, sigmoid_spec(kernel_source=src, kernel_name="k3",
+                                          geometry=ttk.Custom(grid=(ttk.DimSize("x", 0),), block=(32,))))
+    x = torch.randn(0, 5)
+    fn, rec = launcher_for(name, [x])
+    assert fn(x).shape == (0, 5)  # empty output: fine
+    x = torch.randn(3, 5)
+    fn2, rec2 = launcher_for(name, [x])
+    assert fn2(x).shape == (3, 5) and rec2.calls[0]["grid"] == (3, 1, 1)
+    src2 = 'extern "C" __global__ void k4(const float* x, int n, float* y) {}'
+    name2 = unique()
+    ttk.cuda_kernel_op(name2, sigmoid_spec(kernel_source=src2, kernel_name="k4",
+                                           geometry=ttk.Custom(grid=(ttk.DimSize("x", 0) - 3,), block=(32,))))
+    fn3, rec3 = launcher_for(name2, [x])
+    with pytest.raises(ttk.InputError, match=r"the grid \(0, 1, 1\) is empty but an output is not"):
+        fn3(x)
+    assert rec3.calls == []

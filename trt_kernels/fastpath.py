@@ -122,13 +122,18 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
         raise _scalar_error(kop, args, exc) from None
 
+    def unwritten(gx, gy, gz):
+        raise InputError(f"{op}: the grid ({gx}, {gy}, {gz}) is empty but an output is not: the kernel would "
+                         "leave it unwritten. Fix: make the geometry cover every non-empty output")
+
     ns: Dict[str, Any] = dict(
-        _too_big=too_big, _bad_grid=bad_grid, _no_backward=no_backward, _grad_enabled=torch.is_grad_enabled, _bad_device=bad_device, _new_buffer=new_buffer,
-        _relaunch=relaunch, _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
+        _too_big=too_big, _bad_grid=bad_grid, _bad_device=bad_device, _no_backward=no_backward,
+        _unwritten=unwritten, _grad_enabled=torch.is_grad_enabled, _new_buffer=new_buffer, _relaunch=relaunch,
+        _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
         _launch=launch or driver().cuLaunchKernel,
         _stream=stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
         _funcs=kernel._functions, _load=kernel.function, _empty=torch.empty, _empty_like=torch.empty_like,
-        _struct_error=(struct.error, OverflowError), _device=torch.device,
+        _struct_error=(struct.error, OverflowError),
     )
     for i, d in enumerate(out_dtypes):
         ns[f"_odt{i}"] = d
@@ -184,6 +189,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         "            _relaunch(err, dev, gx, gy, gz, smem, b[1])",
     ]
     outs = [f"o{i}" for i in range(len(plan.outputs))]
+    body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", "        _unwritten(gx, gy, gz)"]
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
     src = f"def launch({params}):\n" + "\n".join(body) + "\n"
     code = compile(src, f"<trt_kernels launcher {op} {kdt} ranks={plan.ranks}>", "exec")
@@ -192,7 +198,6 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     fn.source = src
     fn.pack = pack
     return fn
-
 
 
 def build_dispatcher(kop, entries: Dict, new_entry: Callable) -> Callable[..., Any]:

@@ -28,16 +28,12 @@ _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
 
 def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
-    args = []
-    for d in kop.spec.inputs:
-        kind = "Tensor" if kop.v.arg_kinds[len(args)] == "tensor" else _SCALAR_SCHEMA[d.py_type]
-        args.append(f"{kind} {d.name}")
-    if kop.spec.outputs:
-        n = len(kop.spec.outputs)
-        ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
-    else:
-        inferred = torch.library.infer_schema(kop.meta_fn, mutates_args=())
-        return inferred
+    if not kop.spec.outputs:  # override path: the meta function's annotations say it
+        return torch.library.infer_schema(kop.meta_fn, mutates_args=())
+    args = [f"{'Tensor' if kind == 'tensor' else _SCALAR_SCHEMA[d.py_type]} {d.name}"
+            for d, kind in zip(kop.spec.inputs, kop.v.arg_kinds)]
+    n = len(kop.spec.outputs)
+    ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
 
 
