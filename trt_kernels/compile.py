@@ -16,6 +16,7 @@ recompiled and overwritten, never trusted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -104,27 +105,30 @@ def default_arch() -> Optional[str]:
 
 
 def include_dirs(extra: Optional[Sequence[str]] = None) -> list:
-    """Where CUDA headers (``cuda_fp16.h`` ...) are: the pip ``nvidia-cuda-runtime`` wheel through
-    ``cuda.pathfinder``, then ``$CUDA_HOME/include`` and ``/usr/local/cuda/include``."""
-    dirs = list(extra or [])
-    if extra is None:
-        try:
-            from cuda import pathfinder
+    """Where CUDA headers (``cuda_fp16.h`` ...) are: ``extra`` if given (``KernelSpec.include_paths``),
+    else the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``, then
+    ``$CUDA_HOME/include`` and ``/usr/local/cuda/include``."""
+    if extra is not None:
+        return list(dict.fromkeys(extra))
+    return list(_default_include_dirs(os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")))
 
-            found = pathfinder.find_nvidia_header_directory("cudart")
-            if found:
-                dirs.append(str(found))
-        except Exception:  # noqa: BLE001 - fall back to a system toolkit
-            pass
-        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-            if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
-                dirs.append(os.path.join(root, "include"))
-                break
-    seen = []
-    for d in dirs:
-        if d not in seen:
-            seen.append(d)
-    return seen
+
+@functools.lru_cache(maxsize=None)
+def _default_include_dirs(cuda_home: Optional[str], cuda_path: Optional[str]) -> Tuple[str, ...]:
+    dirs = []
+    try:
+        from cuda import pathfinder
+
+        found = pathfinder.find_nvidia_header_directory("cudart")
+        if found:
+            dirs.append(str(found))
+    except Exception:  # noqa: BLE001 - fall back to a system toolkit
+        pass
+    for root in (cuda_home, cuda_path, "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
+            dirs.append(os.path.join(root, "include"))
+            break
+    return tuple(dict.fromkeys(dirs))
 
 
 # ---------------- cache ----------------
