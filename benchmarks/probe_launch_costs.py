@@ -67,7 +67,7 @@ def main():
     func = check(cu.cuKernelGetFunction(kern))
     # ptx load through the driver
     try:
-        mod = check(cu.cuModuleLoadData(ptx))
+        check(cu.cuModuleLoadData(ptx))
         print("PTX load ok")
     except Exception as e:
         print("PTX load failed", e)
@@ -101,8 +101,6 @@ def main():
     launch_int()
     torch.cuda.synchronize()
     assert torch.allclose(y, torch.sigmoid(x), atol=1e-5), "kernel wrong"
-    from cuda.bindings import runtime as cudart  # noqa: F401
-
     rows.append(("torch.sigmoid", bench(lambda: torch.sigmoid(x))))
     rows.append(("empty_like", bench(lambda: torch.empty_like(x))))
     shp = (n,)
