@@ -17,6 +17,9 @@ Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (install
     from trt_kernels.plugins.replay import aot_replay
     r = aot_replay("kern_ex::sigmoid", torch.randn(4, 128, device="cuda"))
     assert r.bitwise_equal, r
+
+:func:`jit_replay` does the same for the JIT plugin (``trtp.impl``, run through NVIDIA's
+``enqueue``).
 """
 
 import ctypes
@@ -148,3 +151,29 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=smem, extra_args=list(extras), outputs=outs, eager=eager, launched=launched)
+
+
+def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
+    """Replay ``op``'s JIT plugin (``trtp.impl``) as TensorRT runs it: the plugin is built with
+    ``aot=False`` and its ``enqueue`` is called with device pointers and the current stream, into
+    NaN-poisoned outputs; compared with the eager op bit for bit."""
+    kop = registry.get(_op_name(op))
+    tensors = [a.contiguous() for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
+    dev = tensors[0].device
+    with standin() as env:
+        if on_standin is not None:
+            on_standin(env)
+        register_plugin(kop, env.trt, env.trtp)
+        res = env.build(kop.op_name, inputs=[(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors],
+                        attrs=attrs, aot=False)
+        outs = [torch.full(s, float("nan"), dtype=torch_dtype(env.trt, d), device=dev)
+                for s, d in zip(res.output_shapes, res.output_dtypes)]
+        res.enqueue([t.data_ptr() for t in tensors], [o.data_ptr() for o in outs],
+                    torch.cuda.current_stream(dev).cuda_stream)
+    torch.cuda.synchronize(dev)
+    eager = kop.overload(*args)
+    eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    torch.cuda.synchronize(dev)
+    return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name="(trtp.impl)", grid=(0, 0, 0),
+                        block=(0, 0, 0), shared_mem=0, extra_args=[], outputs=outs, eager=eager)

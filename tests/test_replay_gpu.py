@@ -65,3 +65,15 @@ def test_empty_input_launches_nothing(replay_cases):
 
     res = aot_replay("kern_ex::sigmoid", torch.randn(0, 4, device="cuda"))
     assert not res.launched and res.outputs[0].shape == (0, 4) and res.bitwise_equal
+
+
+@pytest.mark.parametrize("case", ["sigmoid", "scale", "row_sum", "sin_cos", "repeat2"])
+def test_jit_impl_through_nvidia_enqueue(replay_cases, case):
+    """The JIT plugin (used by override-path ops without aot_fn, and as a fallback) run the way
+    TensorRT runs it: NVIDIA's enqueue wraps the buffers in trtp.Tensor and calls our impl."""
+    from trt_kernels.plugins.replay import jit_replay
+
+    x = torch.randn(33, 47, device="cuda")
+    args = {"sigmoid": (x,), "scale": (x, 0.625), "row_sum": (x,), "sin_cos": (x,), "repeat2": (x.reshape(-1),)}[case]
+    res = jit_replay(f"kern_ex::{case}", *args)
+    assert res.bitwise_equal, res.max_abs_diff()
