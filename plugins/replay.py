@@ -97,20 +97,24 @@ def _op_name(op) -> str:
     return schema.name if schema is not None else op._qualified_op_name  # an OpOverloadPacket
 
 
+def _arguments(op, args):
+    """The op's record, its contiguous tensor inputs, its scalar attributes and TensorRT's input list."""
+    kop = registry.get(_op_name(op))
+    tensors = [a.contiguous() for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
+    return kop, tensors, attrs, [(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors]
+
+
 def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
     """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
     returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
     context first (e.g. to hand an ``aot_fn`` the stand-in ``tensorrt.plugin`` module)."""
-    kop = registry.get(_op_name(op))
-    tensors = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
-    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
-    tensors = [t.contiguous() for t in tensors]
+    kop, tensors, attrs, trt_inputs = _arguments(op, args)
     with standin() as env:
         if on_standin is not None:
             on_standin(env)
         register_plugin(kop, env.trt, env.trtp)
-        res = env.build(kop.op_name, inputs=[(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors],
-                        attrs=attrs, aot=True, tactic=tactic)
+        res = env.build(kop.op_name, inputs=trt_inputs, attrs=attrs, aot=True, tactic=tactic)
         out_dtypes = [torch_dtype(env.trt, d) for d in res.output_dtypes]
     lv = res.launch_values
     grid = (lv["grid_x"], lv["grid_y"], lv["grid_z"])
@@ -157,16 +161,13 @@ def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) ->
     """Replay ``op``'s JIT plugin (``trtp.impl``) as TensorRT runs it: the plugin is built with
     ``aot=False`` and its ``enqueue`` is called with device pointers and the current stream, into
     NaN-poisoned outputs; compared with the eager op bit for bit."""
-    kop = registry.get(_op_name(op))
-    tensors = [a.contiguous() for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
-    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
+    kop, tensors, attrs, trt_inputs = _arguments(op, args)
     dev = tensors[0].device
     with standin() as env:
         if on_standin is not None:
             on_standin(env)
         register_plugin(kop, env.trt, env.trtp)
-        res = env.build(kop.op_name, inputs=[(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors],
-                        attrs=attrs, aot=False)
+        res = env.build(kop.op_name, inputs=trt_inputs, attrs=attrs, aot=False)
         outs = [torch.full(s, float("nan"), dtype=torch_dtype(env.trt, d), device=dev)
                 for s, d in zip(res.output_shapes, res.output_dtypes)]
         res.enqueue([t.data_ptr() for t in tensors], [o.data_ptr() for o in outs],
