@@ -220,7 +220,7 @@ class PluginBuilder:
             combos = [c for c in combos if all(trt_name(d) is not None for d in c)]
             if not combos:
                 raise TypeError(f"{kop.op_name}: none of the kernel's dtypes exists in TensorRT")
-            types = autotune_type_string(kop.dtypes, combos)
+            types = autotune_type_string(combos)
             tactics = list(range(1, kop.tactics + 1))
             return [trtp.AutoTuneCombination(types, "LINEAR", tactics)]
 

@@ -8,7 +8,7 @@ left of ``-``/``//`` it becomes a constant ``trtp.ShapeExpr``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 
@@ -87,7 +87,7 @@ class TrtEvaluator(Evaluator):
         return self.trtp.min(a, b)
 
 
-def autotune_type_string(kernel_dtypes: Sequence[torch.dtype], io_dtypes: List[List[torch.dtype]]) -> str:
+def autotune_type_string(io_dtypes: List[List[torch.dtype]]) -> str:
     """``AutoTuneCombination`` type string: one comma-separated position per input/output, each a
     ``|``-list with one entry per combination (``io_dtypes[k]`` = the I/O dtypes of combination k),
     so the k-th alternatives go together (dependent combinations)."""
@@ -120,5 +120,3 @@ def io_dtypes_for(kop, kdt: torch.dtype) -> List[torch.dtype]:
             outs.append(ins[idx])
     return ins + outs
 
-
-Attrs = Dict[str, Any]

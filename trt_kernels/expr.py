@@ -291,30 +291,3 @@ class SizesEvaluator(Evaluator):
         for s in self.shapes[tensor]:
             n *= int(s)
         return n
-
-
-def compile_int(e: Expr) -> Callable[[Sequence[Any]], int]:
-    """Turn a resolved expression into a closure ``f(tensors) -> int`` for the eager hot path.
-
-    Same semantics as ``evaluate(e, ShapeEvaluator(tensors))`` on real tensors, without the
-    per-node method dispatch.
-    """
-    if isinstance(e, Const):
-        v = e.value
-        return lambda ts: v
-    if isinstance(e, Dim):
-        t, a = e.tensor, e.axis
-        return lambda ts: ts[t].shape[a]
-    if isinstance(e, NumelOf):
-        t = e.tensor
-        return lambda ts: ts[t].numel()
-    if isinstance(e, BinOp):
-        f = _INT_OPS[e.op]
-        lhs, rhs = compile_int(e.lhs), compile_int(e.rhs)
-        if isinstance(e.rhs, Const):
-            c = e.rhs.value
-            if e.op == "cdiv":
-                return lambda ts: (lhs(ts) + (c - 1)) // c
-            return lambda ts: f(lhs(ts), c)
-        return lambda ts: f(lhs(ts), rhs(ts))
-    raise TypeError(f"unresolved expression node {e!r}")

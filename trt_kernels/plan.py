@@ -15,7 +15,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from .errors import InputError
-from .expr import BinOp, Const, DimSize, Dim, Expr, Numel, NumelOf, binop, lift, product, resolve
+from .expr import Const, DimSize, Dim, Expr, Numel, NumelOf, binop, lift, product, resolve
 from .spec import Custom, Elementwise, KernelSpec, ReduceDims, Reduction, SameAs, Validated, resolve_tensor
 
 INT32_MAX = 2**31 - 1
@@ -179,4 +179,4 @@ def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Exp
     return gx, gy, gz
 
 
-__all__ = ["LaunchPlan", "OutputPlan", "build_plan", "tactic_count", "INT32_MAX", "GRID_LIMITS", "BinOp"]
+__all__ = ["LaunchPlan", "OutputPlan", "build_plan", "tactic_count", "INT32_MAX", "GRID_LIMITS"]
