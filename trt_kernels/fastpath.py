@@ -2,8 +2,8 @@
 
 Why generated code: the per-call budget is a few microseconds (goal: at most 1.5x
 ``torch.sigmoid``), and a generic interpreter of the plan (loops over inputs, a
-closure per expression node) cost about 4 us more per call than the same work
-written out by hand. So, once per (dtype, ranks), the plan's resolved size
+closure per expression node) measured 1.88x ``torch.sigmoid`` under inference mode
+where this generated code measured 1.55x (README, "Design"). So, once per (dtype, ranks), the plan's resolved size
 expressions are written out as Python source and compiled. The source is built
 only from this package's own templates, argument positions and integers; no
 user-provided string reaches it. The function it defines does, in order:
