@@ -27,7 +27,7 @@ import torch
 
 from .errors import InputError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
-from .launch import ParamPack, driver
+from .launch import driver
 from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
 
 _PY_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}
@@ -89,7 +89,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
     names = _Names(tpos)
-    pack = ParamPack(kop.param_codes(kdt))
+    pack = kop.param_pack(kdt)
 
     def too_big(i: int, v: int):
         raise InputError(f"{op}: extras[{i}] ({kop.spec.extras[i]}) = {v} does not fit the kernel's 32-bit int. "

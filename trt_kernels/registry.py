@@ -16,7 +16,7 @@ import torch
 from . import abi as _abi
 from .compile import CompiledProgram, compile_program, default_arch, normalize_arch
 from .errors import NoCudaDeviceError, SpecError
-from .launch import LoadedKernel
+from .launch import LoadedKernel, ParamPack
 from .plan import LaunchPlan, build_plan, tactic_count
 from .spec import KernelSpec, Validated, kernel_name_for
 
@@ -45,6 +45,7 @@ class KernelOp:
     _programs: Dict[str, CompiledProgram] = field(default_factory=dict)
     _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
     _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
+    _packs: Dict[torch.dtype, ParamPack] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ----- identity -----
@@ -122,6 +123,13 @@ class KernelOp:
 
     def param_codes(self, dtype: torch.dtype) -> List[str]:
         return [p.code for p in _abi.expected_params(self.spec, self.v, dtype)]
+
+    def param_pack(self, dtype: torch.dtype) -> ParamPack:
+        """The packed-parameter layout for the kernel at ``dtype`` (one per dtype; buffers are per thread)."""
+        pack = self._packs.get(dtype)
+        if pack is None:
+            pack = self._packs.setdefault(dtype, ParamPack(self.param_codes(dtype)))
+        return pack
 
     # ----- plans -----
     def plan(self, ranks: Tuple[int, ...], tactic: int = 1) -> LaunchPlan:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from . import registry
 
@@ -16,9 +16,10 @@ def _trt_state() -> Dict[str, str]:
     return tensorrt_status()
 
 
-def status() -> List[Dict[str, str]]:
-    """One dict per op registered with trt_kernels (in registration order)."""
-    trt = _trt_state()
+def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
+    """One dict per op registered with trt_kernels (in registration order). ``trt``: the TensorRT
+    side's state, if the caller has it already."""
+    trt = trt if trt is not None else _trt_state()
     rows = []
     for kop in registry.all_ops():
         compiled = ", ".join(sorted(kop._programs)) or "not yet (compiles at first launch)"
@@ -43,7 +44,7 @@ def format_status() -> str:
     trt = _trt_state()
     lines = [f"TensorRT side: {'available' if trt.get('available') == 'yes' else 'not available'}"
              + (f" ({trt['reason']})" if trt.get("reason") else "")]
-    rows = status()
+    rows = status(trt)
     if not rows:
         lines.append("no ops registered")
     for r in rows:

@@ -154,8 +154,6 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     ``args`` are the op's arguments in schema order (tensors contiguous, on one device). Override-path
     ops run their ``eager_fn`` on that stream and copy its results into ``outs``.
     """
-    from .launch import ParamPack
-
     tensors = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
     dev = tensors[0].get_device()
     if kop.eager_fn is not None:
@@ -174,7 +172,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     vals += [a for a, k in zip(args, kop.v.arg_kinds) if k == "scalar"]
     vals += [int(evaluate(e, ev)) for e in plan.extras]
     vals += [o.data_ptr() for o in outs]
-    pack = ParamPack(kop.param_codes(kdt))
+    pack = kop.param_pack(kdt)
     buf, addr, _keep = pack.buffer()
     try:
         pack.struct.pack_into(buf, 0, *vals)
