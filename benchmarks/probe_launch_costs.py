@@ -12,6 +12,8 @@ import torch
 from cuda.bindings import driver as cu
 from cuda.bindings import nvrtc
 
+from trt_kernels.compile import compile_program
+
 SRC = rb"""
 extern "C" __global__ void my_sigmoid(const float* __restrict__ x, int n, float* __restrict__ y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -51,15 +53,8 @@ def main():
     print("cuda-bindings", cuda.bindings.__version__)
     print("nvrtc", nvrtc.nvrtcVersion(), "driver", cu.cuDriverGetVersion())
     major, minor = torch.cuda.get_device_capability(0)
-    prog = check(nvrtc.nvrtcCreateProgram(SRC, b"s.cu", 0, [], []))
-    opts = [f"--gpu-architecture=sm_{major}{minor}".encode()]
-    check(nvrtc.nvrtcCompileProgram(prog, len(opts), opts))
-    size = check(nvrtc.nvrtcGetCUBINSize(prog))
-    cubin = b" " * size
-    check(nvrtc.nvrtcGetCUBIN(prog, cubin))
-    psize = check(nvrtc.nvrtcGetPTXSize(prog))
-    ptx = b" " * psize
-    check(nvrtc.nvrtcGetPTX(prog, ptx))
+    compiled = compile_program(SRC.decode(), ["my_sigmoid"], arch=f"sm_{major}{minor}", label="probe")
+    cubin, ptx = compiled.cubin, compiled.ptx
     print("ptx version line:", [l for l in ptx.decode().splitlines() if l.startswith(".version")])
     check(cu.cuInit(0))
     lib = check(cu.cuLibraryLoadData(cubin, None, None, 0, None, None, 0))

@@ -257,6 +257,20 @@ def compile_program(
     return prog
 
 
+def _nvrtc_output(prog, get_size, get, what: str) -> bytes:
+    """One of NVRTC's outputs (log, PTX, CUBIN) as ``bytes``.
+
+    NVRTC writes into the buffer it is given, so the buffer is a fresh ``bytearray``:
+    never a ``bytes`` object, which is immutable and may be one of CPython's shared
+    singletons (``b" " * 1`` *is* the interpreter's cached ``b" "``; writing NVRTC's
+    terminating NUL into it would turn every ``b" "`` in the process into ``b"\\x00"``).
+    """
+    size = int(_check(get_size(prog), f"nvrtcGet{what}Size"))
+    buf = bytearray(max(size, 1))
+    _check(get(prog, buf), f"nvrtcGet{what}")
+    return bytes(buf)
+
+
 def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledProgram:
     from cuda.bindings import nvrtc
 
@@ -266,10 +280,8 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledPr
             _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n!r})")
         bopts = [o.encode() for o in opts]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
-        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        buf = b" " * size
-        _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-        log = buf.rstrip(b"\x00").decode(errors="replace").strip()
+        log = _nvrtc_output(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, "ProgramLog")
+        log = log.rstrip(b"\x00").decode(errors="replace").strip()
         if int(err) != 0:
             if "nv_mangled_name" in log or "name expression" in log:
                 raise CompileError(
@@ -286,12 +298,8 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledPr
                     "(for a template, the name expression must instantiate it, e.g. 'k<float>')"
                 )
             lowered[n] = res[1].decode() if isinstance(res[1], bytes) else str(res[1])
-        size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-        ptx = b" " * size
-        _check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
-        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        ptx = _nvrtc_output(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "PTX")
+        cubin = _nvrtc_output(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "CUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     return CompiledProgram(ptx=ptx.rstrip(b"\x00"), cubin=cubin, lowered=lowered, arch=arch,
