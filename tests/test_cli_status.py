@@ -34,6 +34,19 @@ def test_console_script_entry_point():
     assert out.returncode == 0 and out.stdout.strip()
 
 
+def test_python_dash_m_trt_kernels_runs_the_command():
+    out = subprocess.run([sys.executable, "-m", "trt_kernels", "cache", "path"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr
+    bad = subprocess.run([sys.executable, "-m", "trt_kernels", "no-such-command"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_package_is_typed():
+    from importlib.resources import files
+
+    assert files("trt_kernels").joinpath("py.typed").is_file()
+
+
 def test_nvrtc_newer_than_driver_is_explained():
     assert ptx_loadable_note((13, 0), (13, 0)) is None
     assert ptx_loadable_note((12, 8), (13, 0)) is None

@@ -112,8 +112,38 @@ def test_bad_scalar_type():
 
 
 def test_reserved_name():
-    expect(r"name 'stream' is not a usable argument name", sigmoid_spec(inputs=[ttk.InputDecl("stream")], extras=[ttk.Numel(0)],
-                                                                         outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+    expect(r"name 'stream' is not a usable argument name: it is reserved: the TensorRT plugin's impl",
+           sigmoid_spec(inputs=[ttk.InputDecl("stream")], extras=[ttk.Numel(0)],
+                        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+    for bad in ("outputs", "tactic", "self"):
+        expect(rf"name '{bad}' is not a usable argument name: it is reserved",
+               sigmoid_spec(inputs=[ttk.InputDecl(bad)], extras=[ttk.Numel(0)], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+    expect(r"name 'lambda' is not a usable argument name: it is a Python keyword",
+           sigmoid_spec(inputs=[ttk.InputDecl("lambda")], extras=[ttk.Numel(0)], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+    expect(r"outputs\[0\]: name 'class' is not a usable name: it is a Python keyword",
+           sigmoid_spec(outputs=[ttk.OutputDecl("class", shape=ttk.SameAs(0))]))
+    expect(r"outputs\[0\]: name '2y' is not a usable name: it is not a Python identifier",
+           sigmoid_spec(outputs=[ttk.OutputDecl("2y", shape=ttk.SameAs(0))]))
+
+
+def test_tensorrt_reserved_namespace():
+    for ns in ("trt", "tensorrt", "std"):
+        expect(rf"namespace '{ns}' is reserved by TensorRT", sigmoid_spec(), op_name=f"{ns}::sig")
+
+
+def test_names_that_clash_with_nothing_are_accepted(monkeypatch):
+    """An output named ``out`` and an input named ``inputs`` or ``out`` reach no signature they clash with."""
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    name = unique()
+    op = ttk.cuda_kernel_op(name, sigmoid_spec(inputs=[ttk.InputDecl("inputs")], extras=[ttk.Numel("inputs")],
+                                               outputs=[ttk.OutputDecl("out", shape=ttk.SameAs("inputs"))]))
+    assert str(op.default._schema).endswith("(Tensor inputs) -> Tensor")
+    x = torch.randn(3, 5, device="meta")
+    assert op(x).shape == (3, 5)  # the fake impl, through the dispatcher
+    name2 = unique()
+    op2 = ttk.cuda_kernel_op(name2, sigmoid_spec(inputs=[ttk.InputDecl("out")], extras=[ttk.Numel("out")],
+                                                 outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("out"))]))
+    assert str(op2.default._schema).endswith("(Tensor out) -> Tensor")
 
 
 def test_template_without_dtypes():

@@ -9,6 +9,7 @@ the same expressions so that eager, fake and TensorRT evaluate one plan.
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import List, Literal, Optional, Sequence, Tuple, Union
@@ -167,7 +168,25 @@ class KernelSpec:
 _OP_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEMPLATE_PARAM = re.compile(r"\bT\b")
-_RESERVED = {"self", "out", "outputs", "stream", "tactic", "inputs"}
+# Input names become parameters of the torch op and of the TensorRT plugin functions, which
+# append ``outputs``, ``stream`` and ``tactic`` (tensorrt.plugin refuses attributes so named);
+# ``self`` is the bound object of ``torch.ops`` calls. Output names reach no signature.
+_RESERVED_INPUT = {
+    "self": "torch.ops calls bind 'self' themselves",
+    "outputs": "the TensorRT plugin functions take the outputs under that name",
+    "stream": "the TensorRT plugin's impl takes the CUDA stream under that name",
+    "tactic": "the TensorRT plugin functions take the tactic under that name",
+}
+# tensorrt.plugin reserves these namespaces
+_RESERVED_NAMESPACES = {"trt", "tensorrt", "std"}
+
+
+def _bad_identifier(name) -> Optional[str]:
+    if not isinstance(name, str) or not _IDENT.match(name):
+        return "is not a Python identifier"
+    if keyword.iskeyword(name):
+        return "is a Python keyword"
+    return None
 
 
 @dataclass(frozen=True)
@@ -195,6 +214,11 @@ def parse_op_name(op_name: str) -> Tuple[str, str]:
         raise SpecError(
             f"op_name {op_name!r}: expected 'namespace::name' made of letters, digits and "
             "underscores. Fix: e.g. 'my_kernels::sigmoid'"
+        )
+    if m.group(1) in _RESERVED_NAMESPACES:
+        raise SpecError(
+            f"op_name {op_name!r}: namespace {m.group(1)!r} is reserved by TensorRT's plugin registry "
+            f"({', '.join(sorted(_RESERVED_NAMESPACES))}). Fix: choose another namespace, e.g. 'my_kernels::{m.group(2)}'"
         )
     return m.group(1), m.group(2)
 
@@ -273,8 +297,10 @@ def validate(
         where = f"inputs[{i}]"
         if not isinstance(d, (InputDecl, ScalarInput)):
             raise _fail(op, where, f"expected InputDecl or ScalarInput, got {d!r}", "wrap it in ttk.InputDecl(name) or ttk.ScalarInput(name, float)")
-        if not isinstance(d.name, str) or not _IDENT.match(d.name) or d.name in _RESERVED:
-            raise _fail(op, where, f"name {d.name!r} is not a usable argument name", "use a Python identifier that is not one of " + ", ".join(sorted(_RESERVED)))
+        why = _bad_identifier(d.name) or (f"is reserved: {_RESERVED_INPUT[d.name]}" if d.name in _RESERVED_INPUT else None)
+        if why:
+            raise _fail(op, where, f"name {d.name!r} is not a usable argument name: it {why}",
+                        "rename the input (names that are not usable: " + ", ".join(sorted(_RESERVED_INPUT)) + ", keywords)")
         if d.name in seen:
             raise _fail(op, where, f"duplicate name {d.name!r}", "give every input and output a distinct name")
         seen.add(d.name)
@@ -317,9 +343,9 @@ def validate(
             where = f"outputs[{i}]"
             if not isinstance(o, OutputDecl):
                 raise _fail(op, where, f"expected OutputDecl, got {o!r}", "use ttk.OutputDecl(name, shape=...)")
-            if not isinstance(o.name, str) or not _IDENT.match(o.name) or o.name in _RESERVED:
-                raise _fail(op, where, f"name {o.name!r} is not a usable name",
-                            "use a Python identifier that is not one of " + ", ".join(sorted(_RESERVED)))
+            why = _bad_identifier(o.name)
+            if why:
+                raise _fail(op, where, f"name {o.name!r} is not a usable name: it {why}", "rename the output")
             if o.name in seen:
                 raise _fail(op, where, f"duplicate name {o.name!r}", "give every input and output a distinct name")
             seen.add(o.name)
