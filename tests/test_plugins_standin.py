@@ -9,7 +9,7 @@ import trt_kernels as ttk
 from trt_kernels import registry
 from trt_kernels.converters import convert, split_arguments
 from trt_kernels.expr import SizesEvaluator, evaluate
-from trt_kernels.plugins import standin
+from trt_kernels.testing import standin
 from trt_kernels.plugins.qdp import float_bits, register_plugin
 from kernels import mixed_spec, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
 
@@ -179,13 +179,13 @@ def test_converter_reorders_tensors_and_attributes(env):
 
     ctx = Ctx()
     ctx.net = net
-    a = net.add_input("a", "FP32", [-1])
+    a = net.add_input("a", env.trt.float32, [-1])
     made = []
 
     def get_trt_tensor(ctx_, value, name):
         if isinstance(value, torch.Tensor):  # a constant from the graph
             made.append(name)
-            return net.add_input(name, "FP32", list(value.shape))
+            return net.add_input(name, env.trt.float32, list(value.shape))
         return value
 
     plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
@@ -193,10 +193,12 @@ def test_converter_reorders_tensors_and_attributes(env):
     out = convert(kop, ctx, (a, 2, torch.ones(4)), {"k": 3, "flag": 1}, "node1",
                   get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=True)
     assert made == ["node1_b"]
-    (layer,) = net.layers
-    assert layer.is_aot and layer.name == "node1"
+    assert net.num_layers == 1
+    layer = net.get_layer(0)
+    assert hasattr(layer.get_plugin(), "get_launch_params") and layer.name == "node1"  # an AOT plugin layer
     assert out is layer.get_output(0) and layer.num_outputs == 1
-    assert [t.name for t in layer.inputs] == ["a", "node1_b"]  # tensors first, in declaration order
+    # tensors first, in declaration order
+    assert [layer.get_input(i).name for i in range(layer.num_inputs)] == ["a", "node1_b"]
     tensors, attrs = split_arguments(kop, (a, 2, None), {"k": 3, "flag": 1})
     assert [n for n, _ in tensors] == ["a", "b"] and attrs == {"alpha": 2.0, "k": 3, "flag": True}
     assert type(attrs["alpha"]) is float and type(attrs["flag"]) is bool

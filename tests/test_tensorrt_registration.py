@@ -1,4 +1,4 @@
-"""The TensorRT side's registration flow, on CPU: NVIDIA's tensorrt.plugin over the stand-in, and a
+"""The TensorRT side's registration flow, on CPU: NVIDIA's tensorrt.plugin over the emulated native module, and a
 minimal torch_tensorrt stand-in that records converters. Ops declared before the TensorRT side
 is initialised are registered when it is; later ones as they are declared."""
 
@@ -10,7 +10,8 @@ import pytest
 
 import trt_kernels as ttk
 from trt_kernels import plugins, registry
-from trt_kernels.plugins import qdp_usable, standin
+from trt_kernels.plugins import qdp_usable
+from trt_kernels.testing import standin
 from trt_kernels.status import status
 from kernels import scale_spec, sigmoid_spec, unique
 
@@ -67,10 +68,11 @@ def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):
     fn, _ = converters[kop.overload]
     net = env.network()
     ctx = types.SimpleNamespace(net=net)
-    x = net.add_input("x", "FP32", [-1, 8])
+    x = net.add_input("x", env.trt.float32, [-1, 8])
     out = fn(ctx, kop.overload, (x, 0.5), {}, "scale_node")
-    (layer,) = net.layers
-    assert layer.is_aot and out is layer.get_output(0)
+    assert net.num_layers == 1
+    layer = net.get_layer(0)
+    assert hasattr(layer.get_plugin(), "get_launch_params") and out is layer.get_output(0)
 
 
 def test_init_after_the_fact_registers_earlier_ops(trt_side):

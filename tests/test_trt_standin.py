@@ -1,4 +1,4 @@
-"""NVIDIA's real ``tensorrt.plugin`` (QDP) layer, run on CPU over the stand-in in trt_kernels.plugins.standin.
+"""NVIDIA's real ``tensorrt.plugin`` (QDP) layer, run on CPU over the emulated native module (trt_kernels.testing).
 
 Proves that the validators are NVIDIA's own, that descriptors and aot_impls can be
 evaluated symbolically and at concrete sizes through NVIDIA's plugin-class code
@@ -16,7 +16,7 @@ from typing import List, Tuple, Union
 import numpy as np
 import pytest
 
-from trt_kernels.plugins import standin as trt_standin
+from trt_kernels.testing import standin as trt_standin
 
 _REASON = trt_standin.unavailable_reason()
 pytestmark = pytest.mark.skipif(
@@ -67,13 +67,19 @@ def _register_sigmoid(trtp, ns: str, calls: list):
         extra = trtp.SymIntExprs(2)
         extra[0] = trtp.SymInt32(n)
         extra[1] = trtp.SymInt32(_f32_bits(alpha))
-        return f"scaled_sigmoid_{suffix}_t{tactic}", f"// ptx {suffix}", launch, extra
+        name = f"scaled_sigmoid_{suffix}_t{tactic}"
+        return name, _ptx(name), launch, extra
 
     @trtp.impl(pid)
     def _impl(x: trtp.Tensor, alpha: float, outputs: Tuple[trtp.Tensor], stream: int) -> None:
         calls.append((x, alpha, outputs, stream))
 
     return pid
+
+
+def _ptx(name: str) -> str:
+    """PTX text with one (empty) entry: the builder refuses a kernel that is not PTX, as TensorRT would."""
+    return f".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry {name}()\n{{\n  ret;\n}}\n"
 
 
 def _ns() -> str:
@@ -145,7 +151,7 @@ def test_plugin_call_checks_attribute_types_and_order(qdp):
     trtp, ns = qdp.trtp, _ns()
     _register_sigmoid(trtp, ns, [])
     op = getattr(trtp.op, ns).scaled_sigmoid
-    x = qdp.network().add_input("x", "FP32", (4, 8))
+    x = qdp.network().add_input("x", qdp.trt.float32, (4, 8))
     with pytest.raises(ValueError, match="Expected '<class 'float'>'"):
         op(x, alpha=1, block=BLOCK)  # int for a float attribute
     with pytest.raises(ValueError, match="Unexpected schema"):
@@ -168,18 +174,18 @@ def test_build_evaluates_descriptor_and_aot_impl(qdp, dtype, shape):
     numel = int(np.prod(shape))
     assert res.is_aot
     assert res.output_shapes == [tuple(shape)]
-    assert res.output_dtypes == [trt_standin.as_dtype(dtype)]
+    assert res.output_dtypes == [trt_standin.as_dtype(qdp.trt, dtype)]
     # symbolic: the output shape is the input's symbols, not constants
     assert not any(e.is_constant() for e in res.output_shape_exprs[0])
     assert res.tactics == [1, 2] and res.tactic == 1
     suffix = "f32" if dtype == "FP32" else "f16"
     assert res.kernel_name == f"scaled_sigmoid_{suffix}_t1"
-    assert res.ptx == f"// ptx {suffix}".encode()  # get_kernel encodes str PTX
+    assert res.ptx == _ptx(res.kernel_name).encode()  # get_kernel encodes str PTX
 
     assert res.grid == (_cdiv(numel, BLOCK), 1, 1)
     assert res.block == (BLOCK, 1, 1)
     assert res.launch_values["shared_mem"] == 0
-    assert res.extra_args[0][0] is trt_standin.PluginArgDataType.INT32
+    assert res.extra_args[0][0] is qdp.trt.PluginArgDataType.INT32
     assert res.extra_arg_values == [numel, _f32_bits(alpha)]
     assert res.problems() == []
 
@@ -254,7 +260,7 @@ def test_both_impls_need_a_preference(qdp):
     attrs = {"alpha": 0.5, "block": BLOCK}
     with pytest.raises(ValueError, match="has both AOT and JIT"):
         qdp.build(pid, [("FP32", (8,))], attrs, aot=None)
-    flag = trt_standin.NetworkDefinitionCreationFlag.PREFER_AOT_PYTHON_PLUGINS
+    flag = qdp.trt.NetworkDefinitionCreationFlag.PREFER_AOT_PYTHON_PLUGINS
     assert qdp.build(pid, [("FP32", (8,))], attrs, aot=None, network_flags=[flag]).is_aot
 
     jit = qdp.build(pid, [("FP32", (2, 3))], attrs, aot=False)
@@ -274,7 +280,7 @@ def test_both_impls_need_a_preference(qdp):
 def test_shape_expr_arithmetic(qdp):
     trtp = qdp.trtp
     x = qdp.tensor_desc("BF16", ("n", "c", 8))
-    assert x.dtype is trt_standin.DataType.BF16 and x.ndim == 3
+    assert x.dtype is qdp.trt.DataType.BF16 and x.ndim == 3
     with qdp.symbolic():
         n, c, k = x.shape_expr
         out = x.like()
@@ -333,7 +339,7 @@ def test_sys_modules_are_restored():
             import tensorrt
             import tensorrt.plugin as trtp
 
-            assert tensorrt is env.trt and tensorrt.__trt_standin__
+            assert tensorrt is env.trt and tensorrt.__emulated__
             assert trtp is env.trtp
             assert probe_name not in sys.modules
             sys.modules[probe_name + ".child"] = types.ModuleType(probe_name + ".child")

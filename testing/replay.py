@@ -1,20 +1,20 @@
 """AOT replay: launch exactly what an op's TensorRT ``aot_impl`` describes, and compare with eager.
 
 For machines with a GPU but without TensorRT. The op's plugin is registered with NVIDIA's
-own ``tensorrt.plugin`` layer (over the CPU stand-in, :mod:`trt_kernels.plugins.standin`),
-and a TensorRT build is simulated for the given inputs: descriptor, autotune, tactic,
-``aot_impl``. What comes back (kernel name, PTX, launch parameters, extra arguments) is
-evaluated at the inputs' sizes; the PTX is loaded with ``cuModuleLoadData`` (the driver's
-JIT, as TensorRT loads it) and launched the way TensorRT launches an AOT plugin kernel:
-``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``, into
-NaN-poisoned outputs. The outputs are compared with the eager op, bit for bit (for a tactic
+own ``tensorrt.plugin`` layer (over the emulated native module, :func:`trt_kernels.testing.standin`),
+and one plugin layer is built for the given inputs as an engine build drives it: descriptor,
+autotune, tactic, ``aot_impl``. What comes back (kernel name, PTX, launch parameters, extra
+arguments) is evaluated at the inputs' sizes and launched by the emulator's engine runtime:
+the PTX loaded with ``cuModuleLoadData`` (the driver's JIT, as TensorRT loads it), arguments
+in TensorRT's layout ``(input pointers..., extra arguments as 32-bit ints..., output
+pointers...)``, into NaN-poisoned outputs. The outputs are compared with the eager op, bit for bit (for a tactic
 other than the first, with the eager launcher run at that tactic, since eager ops use the
 first: a reduction with another block size sums in another order).
 
 Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (installed, or
 ``TRT_STANDIN_BINDINGS`` pointing at the wheel) and a CUDA GPU. Usage::
 
-    from trt_kernels.plugins.replay import aot_replay
+    from trt_kernels.testing import aot_replay
     r = aot_replay("kern_ex::sigmoid", torch.randn(4, 128, device="cuda"))
     assert r.bitwise_equal, r
 
@@ -22,18 +22,15 @@ Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (install
 ``enqueue``).
 """
 
-import ctypes
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
 from trt_kernels import registry
-from trt_kernels.launch import PrimaryContext, check, driver
+from trt_kernels.plugins.qdp import register_plugin
+from trt_kernels.plugins.shapes import torch_dtype
 
-from .qdp import register_plugin
-from .shapes import torch_dtype
 from .standin import standin
 
 _TRT_NAMES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16", torch.int32: "INT32",
@@ -71,25 +68,6 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(view) if t.dtype != torch.bool else t
 
 
-_functions = {}
-
-
-def _function(ptx: bytes, name: str, device: int):
-    """Load PTX through the driver's JIT (as TensorRT does) once per (PTX, name, device)."""
-    key = (ptx, name, device)
-    if key not in _functions:
-        cu = driver()
-        check(cu.cuCtxPushCurrent(PrimaryContext.get(device)), "cuCtxPushCurrent")
-        try:
-            image = ptx if ptx.endswith(b"\x00") else ptx + b"\x00"
-            mod = check(cu.cuModuleLoadData(image), "cuModuleLoadData(PTX)")
-            fn = check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name!r})")
-        finally:
-            cu.cuCtxPopCurrent()
-        _functions[key] = (mod, fn)
-    return _functions[key][1]
-
-
 def _op_name(op) -> str:
     if isinstance(op, str):
         return op
@@ -119,10 +97,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
     lv = res.launch_values
     grid = (lv["grid_x"], lv["grid_y"], lv["grid_z"])
     block = (lv["block_x"], lv["block_y"], lv["block_z"])
-    smem = lv["shared_mem"]
-    extras = res.extra_arg_values
     kname = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
-    ptx = res.ptx.encode() if isinstance(res.ptx, str) else bytes(res.ptx)
     dev = tensors[0].device
     outs = [torch.empty(s, dtype=d, device=dev) for s, d in zip(res.output_shapes, out_dtypes)]
     for o in outs:
@@ -131,18 +106,13 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
         else:
             o.fill_(-1 if o.dtype != torch.bool else True)
     launched = all(grid)
-    if launched:
-        # one pointer per kernel argument, as cuLaunchKernel's kernelParams; extras are 32-bit
-        slots = [ctypes.c_uint64(t.data_ptr()) for t in tensors]
-        slots += [ctypes.c_int32(struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0]) for v in extras]
-        slots += [ctypes.c_uint64(o.data_ptr()) for o in outs]
-        arr = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(s) for s in slots])
-        fn = _function(ptx, kname, dev.index)
-        stream = torch.cuda.current_stream(dev).cuda_stream
-        with torch.cuda.device(dev):
-            check(driver().cuLaunchKernel(fn, *grid, *block, smem, stream, ctypes.addressof(arr), 0),
-                  f"{kop.op_name}: replay cuLaunchKernel")
-        torch.cuda.synchronize(dev)
+    with torch.cuda.device(dev):
+        engine = env.native._engine
+        kernel = env.native._cuda.Kernel(res.ptx, kname)
+        engine.run_aot(kernel, {k: v._to_json() for k, v in res.launch.items()},
+                       [e._to_json() for _, e in res.extra_args], res.bindings, [t.data_ptr() for t in tensors],
+                       [o.data_ptr() for o in outs], torch.cuda.current_stream(dev).cuda_stream, kop.op_name)
+    torch.cuda.synchronize(dev)
     if res.tactic in (0, 1) or kop.eager_fn is not None:
         eager = kop.overload(*args)  # the op as users call it (eager uses tactic 1)
         eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
@@ -154,7 +124,8 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
         launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
-                        shared_mem=smem, extra_args=list(extras), outputs=outs, eager=eager, launched=launched)
+                        shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,
+                        launched=launched)
 
 
 def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:

@@ -1,0 +1,474 @@
+"""``Builder``, ``IBuilderConfig``, ``IOptimizationProfile``, ``ITimingCache``, ``IHostMemory``, and the
+build itself.
+
+Building drives every QDP plugin layer through the calls TensorRT makes while building (output
+dtypes and shapes, format combinations from ``@trtp.autotune``, ``configure_plugin``, valid
+tactics, and for AOT plugins ``get_launch_params`` / ``get_kernel``, which run ``@trtp.aot_impl``)
+with the input dimensions as symbols, and records what a real engine holds: for an AOT layer
+the kernel name, the PTX, the launch parameters and extra arguments as expressions over the
+input dimensions; for a JIT layer the plugin's name, namespace, version and serialized fields.
+Where a plugin offers several tactics and a GPU is present, each is launched and timed at the
+profile's ``opt`` shapes on zero-filled buffers and the fastest is kept, as TensorRT times
+tactics (``force_tactic`` in ``trt_kernels.testing`` pins one instead). A failed build
+returns ``None`` and reports the reason through the logger, as TensorRT does.
+"""
+
+import json
+import traceback
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _cuda
+from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
+from ._enums import (BuilderFlag, DataType, DeviceType, EngineCapability, HardwareCompatibilityLevel, ITEMSIZE,
+                     MemoryPoolType, PluginArgDataType, PluginCapabilityType, ProfilingVerbosity, Severity,
+                     TensorFormat, TilingOptimizationLevel)
+from ._format import encode
+from ._logging import report
+from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, INetworkDefinition, IPluginV3Layer, ITensor,
+                       dim_symbol)
+from ._plugin import DynamicPluginTensorDesc, LaunchParamsSink, PluginTensorDesc, SymExprSetter, field_to_json
+from ._strict import Strict, unpicklable
+
+#: plugin id ("ns::name") -> tactic that builds must choose (set through trt_kernels.testing.force_tactic)
+FORCED_TACTICS: Dict[str, int] = {}
+_TIMING_CACHE_MAGIC = b"TRTKEMU-TIMINGCACHE-1\n"
+
+
+@unpicklable
+class IHostMemory(bytes):
+    """Bytes owned by TensorRT (a serialized engine or timing cache); supports the buffer protocol."""
+
+    @property
+    def nbytes(self) -> int:
+        return len(self)
+
+    @property
+    def dtype(self):
+        return DataType.UINT8
+
+    def __getattr__(self, name):
+        raise AttributeError(f"tensorrt.IHostMemory.{name} is not implemented by the TensorRT emulator")
+
+
+@unpicklable
+class ITimingCache(Strict):
+    def __init__(self):
+        self._entries: Dict[str, int] = {}
+
+    def serialize(self) -> IHostMemory:
+        return IHostMemory(_TIMING_CACHE_MAGIC + json.dumps(self._entries, sort_keys=True).encode())
+
+    def combine(self, input_cache: "ITimingCache", ignore_mismatch: bool) -> bool:
+        self._entries.update(input_cache._entries)
+        return True
+
+    def reset(self) -> bool:
+        self._entries.clear()
+        return True
+
+
+@unpicklable
+class IOptimizationProfile(Strict):
+    def __init__(self):
+        self._shapes: Dict[str, Tuple[Dims, Dims, Dims]] = {}
+
+    def set_shape(self, input: str, min, opt, max) -> None:  # noqa: A002 - the binding's names
+        self._shapes[str(input)] = (Dims(min), Dims(opt), Dims(max))
+
+    def get_shape(self, input: str) -> List[Dims]:  # noqa: A002
+        if input not in self._shapes:
+            return []
+        return [Dims(d) for d in self._shapes[input]]
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_KNOBS = {
+    "profiling_verbosity": ProfilingVerbosity.LAYER_NAMES_ONLY, "engine_capability": EngineCapability.STANDARD,
+    "avg_timing_iterations": 1, "tiling_optimization_level": TilingOptimizationLevel.NONE,
+    "l2_limit_for_tiling": -1, "builder_optimization_level": 3,
+    "hardware_compatibility_level": HardwareCompatibilityLevel.NONE, "max_aux_streams": -1,
+    "default_device_type": DeviceType.GPU, "DLA_core": -1, "progress_monitor": None, "flags": 0,
+}
+
+
+@unpicklable
+class IBuilderConfig(Strict):
+    """Builder knobs. None changes what the emulator builds for a plugin-only engine except those
+    ``_check`` refuses (another engine capability, a DLA device); all are recorded."""
+
+    def __init__(self):
+        object.__setattr__(self, "_knobs", dict(_KNOBS))
+        object.__setattr__(self, "_pools", {})
+        object.__setattr__(self, "_profiles", [])
+        object.__setattr__(self, "_timing_cache", None)
+
+    def __getattr__(self, name):
+        if name in _KNOBS:
+            return self._knobs[name]
+        return Strict.__getattr__(self, name)
+
+    def __setattr__(self, name, value):
+        if name not in _KNOBS:
+            raise AttributeError(f"tensorrt.IBuilderConfig.{name} is not implemented by the TensorRT emulator")
+        self._knobs[name] = value
+
+    # flags and memory pools
+    def set_flag(self, flag) -> None:
+        if not isinstance(flag, BuilderFlag):
+            raise TypeError(f"set_flag needs a tensorrt.BuilderFlag, got {flag!r}")
+        self._knobs["flags"] |= 1 << int(flag)
+
+    def clear_flag(self, flag) -> None:
+        self._knobs["flags"] &= ~(1 << int(flag))
+
+    def get_flag(self, flag) -> bool:
+        return bool(self._knobs["flags"] & (1 << int(flag)))
+
+    def set_memory_pool_limit(self, pool, pool_size: int) -> None:
+        if not isinstance(pool, MemoryPoolType):
+            raise TypeError(f"set_memory_pool_limit needs a tensorrt.MemoryPoolType, got {pool!r}")
+        self._pools[pool] = int(pool_size)
+
+    def get_memory_pool_limit(self, pool) -> int:
+        return self._pools.get(pool, 0)
+
+    # profiles
+    def add_optimization_profile(self, profile: IOptimizationProfile) -> int:
+        self._profiles.append(profile)
+        return len(self._profiles) - 1
+
+    @property
+    def num_optimization_profiles(self) -> int:
+        return len(self._profiles)
+
+    # timing cache
+    def create_timing_cache(self, serialized_timing_cache) -> ITimingCache:
+        cache = ITimingCache()
+        data = bytes(serialized_timing_cache)
+        if data.startswith(_TIMING_CACHE_MAGIC):
+            try:
+                cache._entries.update(json.loads(data[len(_TIMING_CACHE_MAGIC):]))
+            except ValueError:
+                pass
+        return cache
+
+    def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
+        object.__setattr__(self, "_timing_cache", cache)
+        return True
+
+    def get_timing_cache(self) -> Optional[ITimingCache]:
+        return self._timing_cache
+
+
+@unpicklable
+class Builder(Strict):
+    def __init__(self, logger):
+        self._logger = logger
+
+    @property
+    def logger(self):
+        return self._logger
+
+    def create_network(self, flags: int = 0) -> INetworkDefinition:
+        return INetworkDefinition(int(flags))
+
+    def create_builder_config(self) -> IBuilderConfig:
+        return IBuilderConfig()
+
+    def create_optimization_profile(self) -> IOptimizationProfile:
+        return IOptimizationProfile()
+
+    def build_serialized_network(self, network: INetworkDefinition, config: IBuilderConfig) -> Optional[IHostMemory]:
+        try:
+            plan = _Build(network, config).run()
+        except Exception as e:  # noqa: BLE001 - TensorRT reports build failures through the logger
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            report(self._logger, Severity.ERROR, f"Error building the engine (TensorRT emulator): {detail}\n"
+                   + "".join(traceback.format_tb(e.__traceback__)[-4:]))
+            return None
+        return IHostMemory(encode(plan))
+
+    def build_engine_with_config(self, network: INetworkDefinition, config: IBuilderConfig):
+        from ._engine import Runtime
+
+        blob = self.build_serialized_network(network, config)
+        if blob is None:
+            return None
+        return Runtime(self._logger).deserialize_cuda_engine(blob)
+
+
+# ------------------------------------------------------------------------------------------
+# the build
+
+
+class BuildError(ValueError):
+    pass
+
+
+def _expr_json(e) -> Any:
+    if not isinstance(e, IDimensionExpr):
+        raise BuildError(f"{e!r} is not a dimension expression (a fake ShapeExpr or an int leaked out of a plugin?)")
+    return e._to_json()
+
+
+class _Build:
+    """One build of ``network`` under ``config``: the engine plan (a JSON-able dict)."""
+
+    def __init__(self, network: INetworkDefinition, config: IBuilderConfig,
+                 tactics: Optional[Dict[str, int]] = None, timing: bool = True):
+        self.net, self.cfg = network, config
+        self.forced = dict(FORCED_TACTICS, **(tactics or {}))
+        self.timing = timing
+        self.builder = IExprBuilder()
+        self.exprs: Dict[int, List[IDimensionExpr]] = {}  # id(tensor) -> shape expressions
+        self.layers: List[Dict[str, Any]] = []
+        self.records: List[Dict[str, Any]] = []  # per plugin layer, with live objects (for trt_kernels.testing)
+
+    # ----- checks -----
+    def _check(self) -> None:
+        cfg, net = self.cfg, self.net
+        if cfg.engine_capability != EngineCapability.STANDARD:
+            raise BuildError(f"engine capability {cfg.engine_capability} is not emulated (STANDARD only)")
+        if cfg.default_device_type != DeviceType.GPU:
+            raise BuildError("DLA is not emulated")
+        if not net._outputs:
+            raise BuildError("the network has no outputs (mark_output was never called)")
+        if len(cfg._profiles) > 1:
+            raise BuildError(f"{len(cfg._profiles)} optimization profiles: the emulator builds one")
+        names = [t.name for t in net._inputs + net._outputs]
+        dup = sorted({n for n in names if names.count(n) > 1 and not self._same_tensor(n)})
+        if dup:
+            raise BuildError(f"I/O tensor names are not unique: {dup}")
+
+    def _same_tensor(self, name) -> bool:
+        ts = [t for t in self.net._inputs + self.net._outputs if t.name == name]
+        return all(t is ts[0] for t in ts)
+
+    # ----- inputs and profiles -----
+    def _inputs(self):
+        profile = self.cfg._profiles[0] if self.cfg._profiles else None
+        out = []
+        self.min_b, self.opt_b, self.max_b = {}, {}, {}
+        for t in self.net._inputs:
+            shape = list(t._shape)
+            dyn = [j for j, d in enumerate(shape) if d < 0]
+            rec = {"name": t.name, "dtype": t.dtype.name, "shape": shape, "profile": None}
+            if dyn:
+                if profile is None or t.name not in profile._shapes:
+                    raise BuildError(f"input {t.name!r} has dynamic dimensions {tuple(shape)} but no optimization "
+                                     "profile sets its shape (IOptimizationProfile.set_shape)")
+                mn, op, mx = (list(d) for d in profile._shapes[t.name])
+                for d in (mn, op, mx):
+                    if len(d) != len(shape):
+                        raise BuildError(f"profile shape {tuple(d)} of {t.name!r} has rank {len(d)}, input has {len(shape)}")
+                for j, s in enumerate(shape):
+                    if s >= 0 and not mn[j] == op[j] == mx[j] == s:
+                        raise BuildError(f"profile of {t.name!r} changes static dimension {j} ({s})")
+                    if not 0 <= mn[j] <= op[j] <= mx[j]:
+                        raise BuildError(f"profile of {t.name!r}: need 0 <= min <= opt <= max on axis {j}, "
+                                         f"got {mn[j]}, {op[j]}, {mx[j]}")
+                rec["profile"] = [mn, op, mx]
+                for j in dyn:
+                    sym = dim_symbol(t.name, j)
+                    self.min_b[sym], self.opt_b[sym], self.max_b[sym] = mn[j], op[j], mx[j]
+            b = self.builder
+            self.exprs[id(t)] = [b._symbol(dim_symbol(t.name, j)) if d < 0 else b.constant(d)
+                                 for j, d in enumerate(shape)]
+            rec["dims"] = [e._to_json() for e in self.exprs[id(t)]]
+            out.append(rec)
+        return out
+
+    def _shape_at(self, t: ITensor, bindings) -> List[int]:
+        return [e._evaluate(bindings) for e in self.exprs[id(t)]]
+
+    # ----- layers -----
+    def _plugin_layer(self, layer: IPluginV3Layer) -> Dict[str, Any]:
+        plg = layer._plugin
+        ins, outs = layer._inputs, layer._outputs
+        n_in = len(ins)
+        for cap in PluginCapabilityType:
+            plg.get_capability_interface(cap)
+        in_types = [t.dtype for t in ins]
+        out_types = list(plg.get_output_data_types(in_types, [len(self.exprs[id(t)]) for t in ins]))
+        in_exprs = [DimsExprs(self.exprs[id(t)]) for t in ins]
+        out_exprs = [list(e) for e in plg.get_output_shapes(in_exprs, [], self.builder)]
+        if len(out_exprs) != len(outs) or len(out_types) != len(outs):
+            raise BuildError(f"plugin layer {layer.name!r}: {len(out_exprs)} output shapes and {len(out_types)} "
+                             f"dtypes for {len(outs)} outputs")
+        for t, ex in zip(outs, out_exprs):
+            for e in ex:
+                _expr_json(e)
+            self.exprs[id(t)] = ex
+
+        def descs(types_formats, bindings):
+            return [PluginTensorDesc(self._shape_at(t, bindings), ty, fmt)
+                    for t, (ty, fmt) in zip(ins + outs, types_formats)]
+
+        def dyn_descs(types_formats):
+            return [DynamicPluginTensorDesc(d, mn.dims, d.dims, mx.dims) for d, mn, mx in
+                    zip(descs(types_formats, self.opt_b), descs(types_formats, self.min_b),
+                        descs(types_formats, self.max_b))]
+
+        default = [(ty, TensorFormat.LINEAR) for ty in in_types + out_types]
+        flat = plg.get_supported_format_combinations(dyn_descs(default), n_in)
+        n_io = n_in + len(outs)
+        if not flat or len(flat) % n_io:
+            raise BuildError(f"plugin layer {layer.name!r}: {len(flat)} format descriptors for {n_io} inputs/outputs")
+        combos = [[(d.type, d.format) for d in flat[k:k + n_io]] for k in range(0, len(flat), n_io)]
+        matches = [c for c in combos if [ty for ty, _ in c[:n_in]] == in_types
+                   and all(f == TensorFormat.LINEAR for _, f in c)]
+        if not matches:
+            raise BuildError(f"plugin layer {layer.name!r}: no supported combination takes input types "
+                             f"{[ty.name for ty in in_types]} in LINEAR format; the plugin supports "
+                             f"{[[ty.name for ty, _ in c] for c in combos]}")
+        chosen = matches[0]
+        if [ty for ty, _ in chosen[n_in:]] != out_types:
+            raise BuildError(f"plugin layer {layer.name!r}: the chosen combination gives output types "
+                             f"{[ty.name for ty, _ in chosen[n_in:]]} but the descriptor says "
+                             f"{[ty.name for ty in out_types]}")
+        io = dyn_descs(chosen)
+        plg.configure_plugin(io[:n_in], io[n_in:])
+        tactics = [int(t) for t in plg.get_valid_tactics()]
+        aot = hasattr(plg, "get_launch_params")
+        pid = f"{plg.plugin_namespace}::{plg.plugin_name}"
+        forced = self.forced.get(pid)
+        if forced is not None:
+            if tactics and forced not in tactics:
+                raise BuildError(f"{pid}: tactic {forced} is not among valid tactics {tactics}")
+            tactic = forced
+        elif self.timing and len(tactics) > 1 and _cuda.available():
+            tactic = self._fastest(layer, plg, aot, tactics, io, in_exprs, chosen)
+        else:
+            tactic = tactics[0] if tactics else 0
+        plg.set_tactic(tactic)
+        rec = {"name": layer.name, "plugin": pid, "version": plg.plugin_version, "tactic": tactic,
+               "tactics": tactics, "inputs": [t.name for t in ins], "outputs": [t.name for t in outs],
+               "types": [ty.name for ty, _ in chosen]}
+        live = {"layer": layer, "plugin": plg, "aot": aot, "combinations": combos, "chosen": combos.index(chosen),
+                "in_exprs": in_exprs, "out_exprs": out_exprs, "tactics": tactics, "tactic": tactic,
+                "io": io, "out_types": out_types}
+        if aot:
+            launch, extras, name, ptx = self._aot_launch(plg, in_exprs, io, n_in)
+            rec.update(kind="aot_plugin", kernel_name=name, ptx=ptx.decode("latin-1"),
+                       launch={k: _expr_json(v) for k, v in launch.items()},
+                       extra_args=[{"type": dt.name, "expr": _expr_json(e)} for dt, e in extras])
+            live.update(launch=launch, extra_args=extras, kernel_name=name, ptx=ptx)
+        else:
+            fields = list(plg.get_fields_to_serialize())
+            rec.update(kind="jit_plugin", fields=[field_to_json(f) for f in fields])
+            live.update(fields=fields)
+        self.records.append(live)
+        return rec
+
+    def _aot_launch(self, plg, in_exprs, io, n_in):
+        sink, setter = LaunchParamsSink(), SymExprSetter()
+        plg.get_launch_params(in_exprs, io, n_in, sink, setter, self.builder)
+        launch = {}
+        for k in LaunchParamsSink.FIELDS:
+            impl = getattr(sink, k, None)
+            expr = getattr(impl, "expr", None)
+            if expr is None:
+                raise BuildError(f"launch parameter {k} has no expression (assigned a float or numpy scalar, or a "
+                                 "SymInt32 made outside the aot_impl?)")
+            launch[k] = expr
+        extras = []
+        for i in range(setter.nbSymExprs):
+            impl = setter.items.get(i)
+            if impl is None or getattr(impl, "expr", None) is None:
+                raise BuildError(f"extra argument {i} has no expression")
+            if impl.dtype != PluginArgDataType.INT32:
+                raise BuildError(f"extra argument {i} is {impl.dtype}; TensorRT launches 32-bit extra arguments only")
+            extras.append((impl.dtype, impl.expr))
+        name, code = plg.get_kernel([d.desc for d in io[:n_in]], [d.desc for d in io[n_in:]])
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        code = code.encode() if isinstance(code, str) else bytes(code)
+        if b".entry" not in code:
+            raise BuildError(f"the kernel for {name!r} is not PTX text (TensorRT's AOT plugins take PTX)")
+        return launch, extras, name, code.rstrip(b"\x00")
+
+    def _fastest(self, layer, plg, aot, tactics, io, in_exprs, chosen) -> int:
+        """Launch every tactic at the opt shapes on zero-filled buffers; the fastest one."""
+        from ._engine import run_aot, run_jit
+
+        ctx_stream = _cuda.new_stream()
+        tensors = layer._inputs + layer._outputs
+        sizes = [max(1, _numel(self._shape_at(t, self.opt_b))) * ITEMSIZE[ty] for t, (ty, _) in zip(tensors, chosen)]
+        ptrs = [_cuda.alloc(n, ctx_stream) for n in sizes]
+        try:
+            for p, n in zip(ptrs, sizes):
+                _cuda.zero(p, n, ctx_stream)
+            n_in = len(layer._inputs)
+            shapes = [self._shape_at(t, self.opt_b) for t in tensors]
+            times = {}
+            for t in tactics:
+                plg.set_tactic(t)
+                if aot:
+                    launch, extras, name, ptx = self._aot_launch(plg, in_exprs, io, n_in)
+                    kernel = _cuda.Kernel(ptx, name)
+                    lj = {k: v._to_json() for k, v in launch.items()}
+                    ej = [e._to_json() for _, e in extras]
+
+                    def run():
+                        run_aot(kernel, lj, ej, self.opt_b, ptrs[:n_in], ptrs[n_in:], ctx_stream, layer.name)
+                else:
+                    def run():
+                        run_jit(plg, shapes[:n_in], shapes[n_in:], [ty for ty, _ in chosen], ptrs[:n_in],
+                                ptrs[n_in:], ctx_stream)
+                times[t] = _cuda.time_ms(run, ctx_stream)
+            return min(tactics, key=lambda t: (times[t], t))
+        finally:
+            for p in ptrs:
+                _cuda.free(p, ctx_stream)
+            _cuda.synchronize(ctx_stream)
+            _cuda.destroy_stream(ctx_stream)
+
+    def _simple_layer(self, layer) -> Dict[str, Any]:
+        if isinstance(layer, IConstantLayer):
+            out = layer._outputs[0]
+            self.exprs[id(out)] = [self.builder.constant(int(d)) for d in out._shape]
+            return {"kind": "constant", "name": layer.name, "inputs": [], "outputs": [out.name],
+                    "dtype": layer.weights.dtype.name, "data": layer.weights._data.hex()}
+        src, out = layer._inputs[0], layer._outputs[0]
+        self.exprs[id(out)] = list(self.exprs[id(src)])
+        kind = "cast" if isinstance(layer, ICastLayer) else "identity"
+        return {"kind": kind, "name": layer.name, "inputs": [src.name], "outputs": [out.name],
+                "to": out.dtype.name}
+
+    def run(self) -> Dict[str, Any]:
+        self._check()
+        inputs = self._inputs()
+        produced = {id(t) for t in self.net._inputs}
+        for layer in self.net._layers:
+            for t in layer._inputs:
+                if id(t) not in produced:
+                    raise BuildError(f"layer {layer.name!r} reads {t.name!r}, which no earlier layer produces")
+            if isinstance(layer, IPluginV3Layer):
+                self.layers.append(self._plugin_layer(layer))
+            elif isinstance(layer, (ICastLayer, IIdentityLayer, IConstantLayer)):
+                self.layers.append(self._simple_layer(layer))
+            else:
+                raise BuildError(f"layer {layer.name!r} of kind {layer.type} is not emulated")
+            produced.update(id(t) for t in layer._outputs)
+        names = {}
+        for layer_rec in self.layers:
+            for n in layer_rec["outputs"]:
+                if n in names:
+                    raise BuildError(f"two tensors are named {n!r}")
+                names[n] = True
+        tensors = {}
+        for t in self.net._inputs + [o for layer in self.net._layers for o in layer._outputs]:
+            tensors[t.name] = {"dtype": t.dtype.name, "dims": [e._to_json() for e in self.exprs[id(t)]]}
+        outputs = [{"name": t.name, "dtype": t.dtype.name} for t in self.net._outputs]
+        return {"format": 1, "name": self.net.name, "inputs": inputs, "outputs": outputs, "tensors": tensors,
+                "layers": self.layers,
+                "config": {"flags": self.cfg.flags, "profiling_verbosity": self.cfg.profiling_verbosity.name,
+                           "pools": {k.name: v for k, v in self.cfg._pools.items()}}}
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n

@@ -1,0 +1,378 @@
+"""``Runtime``, ``ICudaEngine`` and ``IExecutionContext``: running an emulated engine on the GPU.
+
+``execute_async_v3(stream)`` evaluates every layer's shapes and launch at the bound input
+shapes and enqueues the work on ``stream``: an AOT plugin layer's PTX is JIT-loaded by the
+driver (once per context) and launched as TensorRT launches AOT plugin kernels,
+``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``; a JIT layer
+calls the plugin's ``enqueue`` (its ``@trtp.impl``); casts and copies run on the same stream.
+Intermediate tensors live in stream-ordered allocations freed at the end of the call.
+
+One deliberate difference from TensorRT: where TensorRT's ``execute_async_v3`` would return
+``False`` and log an error, the emulator logs the error and raises ``RuntimeError``, because
+Torch-TensorRT ignores the return value and a test would otherwise read unwritten outputs.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import _cuda
+from ._dims import Dims, evaluate, expr_from_json, symbols_of
+from ._enums import DataType, ITEMSIZE, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
+from ._format import decode, encode
+from ._logging import report
+from ._plugin import PluginFieldCollection, PluginTensorDesc, field_from_json
+from ._strict import Strict, unpicklable
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _strides(shape: Sequence[int]) -> List[int]:
+    return [_numel(shape[k + 1:]) for k in range(len(shape))]
+
+
+def run_aot(kernel, launch: Dict[str, Any], extras: Sequence[Any], bindings, in_ptrs, out_ptrs, stream: int,
+            layer: str) -> None:
+    """One AOT plugin launch at ``bindings`` (launch and extras as stored JSON expressions)."""
+    v = {k: evaluate(e, bindings) for k, e in launch.items()}
+    grid = (v["grid_x"], v["grid_y"], v["grid_z"])
+    block = (v["block_x"], v["block_y"], v["block_z"])
+    if 0 in grid or 0 in block:
+        return
+    problems = [f"grid {'xyz'[i]} = {g} outside [1, {lim}]" for i, (g, lim) in enumerate(zip(grid, GRID_LIMITS))
+                if not 1 <= g <= lim]
+    if block[0] * block[1] * block[2] > 1024 or min(block) < 0:
+        problems.append(f"block {block} has more than 1024 threads")
+    if v["shared_mem"] < 0:
+        problems.append(f"shared memory {v['shared_mem']} < 0")
+    args = [("ptr", p) for p in in_ptrs]
+    for i, e in enumerate(extras):
+        x = evaluate(e, bindings)
+        if not -(2**31) <= x < 2**31:
+            problems.append(f"extra argument {i} = {x} does not fit 32 bits")
+        args.append(("i32", x))
+    args += [("ptr", p) for p in out_ptrs]
+    if problems:
+        raise RuntimeError(f"layer {layer!r}: cannot launch: " + "; ".join(problems))
+    kernel.launch(grid, block, v["shared_mem"], stream, args)
+
+
+def run_jit(plugin, in_shapes, out_shapes, types, in_ptrs, out_ptrs, stream: int) -> None:
+    """One JIT plugin ``enqueue``, with the descriptors and strides TensorRT passes (LINEAR formats)."""
+    shapes = list(in_shapes) + list(out_shapes)
+    descs = [PluginTensorDesc(s, t, TensorFormat.LINEAR) for s, t in zip(shapes, types)]
+    n_in = len(in_shapes)
+    strides = [_strides(s) for s in shapes]
+    plugin.enqueue(descs[:n_in], descs[n_in:], list(in_ptrs), list(out_ptrs), strides[:n_in], strides[n_in:],
+                   int(stream))
+
+
+_CAI = {DataType.FLOAT: "<f4", DataType.HALF: "<f2", DataType.BF16: "<i2", DataType.INT8: "|i1",
+        DataType.INT32: "<i4", DataType.INT64: "<i8", DataType.BOOL: "|b1", DataType.UINT8: "|u1"}
+
+
+class _DeviceArray:
+    def __init__(self, ptr: int, n: int, dt):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": _CAI[dt], "data": (int(ptr), False), "version": 2}
+
+
+def run_cast(src: int, dst: int, n: int, src_dt, dst_dt, stream: int) -> None:
+    if src_dt == dst_dt:
+        _cuda.copy(dst, src, n * ITEMSIZE[src_dt], stream)
+        return
+    import torch  # a dtype conversion is done by torch (the emulator has no conversion kernels of its own)
+
+    def view(ptr, dt):
+        t = torch.as_tensor(_DeviceArray(ptr, n, dt), device="cuda")
+        return t.view(torch.bfloat16) if dt == DataType.BF16 else t
+
+    if n == 0:
+        return
+    with torch.cuda.stream(torch.cuda.ExternalStream(int(stream))):
+        view(dst, dst_dt).copy_(view(src, src_dt))
+
+
+@unpicklable
+class Runtime(Strict):
+    def __init__(self, logger):
+        self._logger = logger
+
+    @property
+    def logger(self):
+        return self._logger
+
+    def deserialize_cuda_engine(self, serialized_engine) -> Optional["ICudaEngine"]:
+        try:
+            plan = decode(serialized_engine)
+            return ICudaEngine(plan, self._logger)
+        except Exception as e:  # noqa: BLE001 - TensorRT reports a failed deserialization and returns None
+            report(self._logger, Severity.ERROR, f"Error deserializing the engine (TensorRT emulator): {e}")
+            return None
+
+
+@unpicklable
+class ICudaEngine(Strict):
+    def __init__(self, plan: Dict[str, Any], logger):
+        self._plan, self._logger = plan, logger
+        self._inputs = {r["name"]: r for r in plan["inputs"]}
+        self._outputs = {r["name"]: r for r in plan["outputs"]}
+        self._io = [r["name"] for r in plan["inputs"]] + [r["name"] for r in plan["outputs"]]
+        self._tensors = plan["tensors"]
+        self._kernels, self._plugins = {}, {}
+        for i, layer in enumerate(plan["layers"]):
+            if layer["kind"] == "aot_plugin":
+                self._kernels[i] = _cuda.Kernel(layer["ptx"].encode("latin-1"), layer["kernel_name"])
+            elif layer["kind"] == "jit_plugin":
+                self._plugins[i] = self._runtime_plugin(layer)
+        for t in self._tensors.values():
+            for e in t["dims"]:
+                expr_from_json(e)  # validates every stored expression
+
+    def _runtime_plugin(self, layer):
+        from ._plugin import REGISTRY
+
+        ns, name = layer["plugin"].split("::")
+        creator = REGISTRY.get_creator(name, layer["version"], ns)
+        if creator is None:
+            raise LookupError(f"the engine's JIT plugin layer {layer['name']!r} needs plugin {layer['plugin']!r} "
+                              f"(version {layer['version']}), which is not registered in this process: import the "
+                              "library that registers it before deserializing (AOT plugin layers need nothing)")
+        fields = PluginFieldCollection([field_from_json(f) for f in layer["fields"]])
+        plugin = creator.create_plugin(name, ns, fields, TensorRTPhase.RUNTIME)
+        plugin.set_tactic(layer["tactic"])
+        return plugin
+
+    # ----- I/O -----
+    @property
+    def name(self) -> str:
+        return self._plan["name"]
+
+    @property
+    def num_io_tensors(self) -> int:
+        return len(self._io)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self._plan["layers"])
+
+    @property
+    def num_optimization_profiles(self) -> int:
+        return 1
+
+    def get_tensor_name(self, index: int) -> str:
+        return self._io[index]
+
+    def _known(self, name: str) -> None:
+        if name not in self._tensors or name not in self._io:
+            raise KeyError(f"the engine has no I/O tensor named {name!r} (it has {self._io})")
+
+    def get_tensor_mode(self, name: str):
+        if name in self._inputs:
+            return TensorIOMode.INPUT
+        if name in self._outputs:
+            return TensorIOMode.OUTPUT
+        return TensorIOMode.NONE
+
+    def get_tensor_dtype(self, name: str):
+        self._known(name)
+        return DataType[self._tensors[name]["dtype"]]
+
+    def get_tensor_shape(self, name: str) -> Dims:
+        self._known(name)
+        if name in self._inputs:
+            return Dims(self._inputs[name]["shape"])
+        return Dims([e if isinstance(e, int) else -1 for e in self._tensors[name]["dims"]])
+
+    def get_tensor_profile_shape(self, name: str, profile_index: int) -> List[Dims]:
+        rec = self._inputs.get(name)
+        if rec is None or profile_index != 0:
+            raise ValueError(f"no profile shape for {name!r} in profile {profile_index}")
+        if rec["profile"] is None:
+            return [Dims(rec["shape"])] * 3
+        return [Dims(d) for d in rec["profile"]]
+
+    def get_tensor_location(self, name: str):
+        self._known(name)
+        return TensorLocation.DEVICE
+
+    def get_tensor_format(self, name: str, profile_index: int = 0):
+        self._known(name)
+        return TensorFormat.LINEAR
+
+    def is_shape_inference_io(self, name: str) -> bool:
+        self._known(name)
+        return False
+
+    def create_execution_context(self) -> "IExecutionContext":
+        return IExecutionContext(self)
+
+    def serialize(self):
+        from ._builder import IHostMemory
+
+        return IHostMemory(encode(self._plan))
+
+
+@unpicklable
+class IExecutionContext(Strict):
+    def __init__(self, engine: ICudaEngine):
+        self._engine = engine
+        self._shapes: Dict[str, tuple] = {}
+        self._addresses: Dict[str, int] = {}
+        self._constants: Dict[str, int] = {}
+        self.name = ""
+
+    @property
+    def engine(self) -> ICudaEngine:
+        return self._engine
+
+    @property
+    def active_optimization_profile(self) -> int:
+        return 0
+
+    def set_optimization_profile_async(self, profile_index: int, stream_handle: int) -> bool:
+        return profile_index == 0
+
+    # ----- shapes -----
+    def set_input_shape(self, name: str, shape) -> bool:
+        e = self._engine
+        rec = e._inputs.get(name)
+        shape = tuple(int(s) for s in shape)
+        problem = None
+        if rec is None:
+            problem = f"{name!r} is not an input of the engine (inputs: {list(e._inputs)})"
+        elif len(shape) != len(rec["shape"]):
+            problem = f"input {name!r} has rank {len(rec['shape'])}, got shape {shape}"
+        else:
+            mn, _, mx = rec["profile"] or (rec["shape"], rec["shape"], rec["shape"])
+            for j, (s, lo, hi) in enumerate(zip(shape, mn, mx)):
+                if not lo <= s <= hi:
+                    problem = (f"input {name!r} shape {shape}: dimension {j} = {s} is outside the optimization "
+                               f"profile's [{lo}, {hi}]")
+                    break
+        if problem:
+            report(e._logger, Severity.ERROR, f"IExecutionContext::setInputShape: {problem}")
+            return False
+        self._shapes[name] = shape
+        return True
+
+    def _bindings(self) -> Dict[str, int]:
+        b = {}
+        for name, rec in self._engine._inputs.items():
+            shape = self._shapes.get(name)
+            if shape is None:
+                if -1 in rec["shape"]:
+                    continue
+                shape = tuple(rec["shape"])
+            for dim, s in zip(rec["dims"], shape):
+                if isinstance(dim, str):
+                    b[dim] = s
+        return b
+
+    def infer_shapes(self) -> List[str]:
+        """Names of the inputs whose shape is still unknown (empty when every shape can be computed)."""
+        return [n for n, r in self._engine._inputs.items() if -1 in r["shape"] and n not in self._shapes]
+
+    def get_tensor_shape(self, name: str) -> Dims:
+        e = self._engine
+        e._known(name)
+        b = self._bindings()
+        dims = e._tensors[name]["dims"]
+        return Dims([evaluate(d, b) if symbols_of(d) <= set(b) else -1 for d in dims])
+
+    # ----- addresses -----
+    def set_tensor_address(self, name: str, memory: int) -> bool:
+        if name not in self._engine._io:
+            report(self._engine._logger, Severity.ERROR, f"IExecutionContext::setTensorAddress: no I/O tensor {name!r}")
+            return False
+        self._addresses[name] = int(memory)
+        return True
+
+    def get_tensor_address(self, name: str) -> int:
+        return self._addresses.get(name, 0)
+
+    # ----- execution -----
+    def execute_async_v3(self, stream_handle: int) -> bool:
+        try:
+            self._execute(int(stream_handle))
+        except Exception as exc:
+            report(self._engine._logger, Severity.ERROR, f"IExecutionContext::enqueueV3 (TensorRT emulator): {exc}")
+            raise RuntimeError(f"execute_async_v3 failed (TensorRT emulator): {exc}") from exc
+        return True
+
+    def _execute(self, stream: int) -> None:
+        e = self._engine
+        missing = self.infer_shapes()
+        if missing:
+            raise ValueError(f"input shapes not set: {missing} (IExecutionContext.set_input_shape)")
+        b = self._bindings()
+        shapes = {n: [evaluate(d, b) for d in t["dims"]] for n, t in e._tensors.items()}
+        nbytes = {n: _numel(s) * ITEMSIZE[DataType[e._tensors[n]["dtype"]]] for n, s in shapes.items()}
+        ptrs: Dict[str, int] = {}
+        for n in e._io:
+            p = self._addresses.get(n, 0)
+            if not p and nbytes[n]:
+                raise ValueError(f"no address set for {n!r} (IExecutionContext.set_tensor_address)")
+            ptrs[n] = p
+        _cuda.current_context()
+        scratch = []
+        try:
+            for n in e._tensors:
+                if n not in ptrs and n not in self._constant_names():
+                    ptrs[n] = _cuda.alloc(nbytes[n], stream)
+                    scratch.append(ptrs[n])
+            for i, layer in enumerate(e._plan["layers"]):
+                self._run_layer(i, layer, ptrs, shapes, nbytes, b, stream)
+            # an input marked as an output directly: copy it
+            for n in e._outputs:
+                if n in e._inputs and ptrs[n] != self._addresses.get(n):
+                    _cuda.copy(self._addresses[n], ptrs[n], nbytes[n], stream)
+        finally:
+            for p in scratch:
+                _cuda.free(p, stream)
+
+    def _constant_names(self):
+        return {layer["outputs"][0] for layer in self._engine._plan["layers"] if layer["kind"] == "constant"}
+
+    def _run_layer(self, i, layer, ptrs, shapes, nbytes, bindings, stream) -> None:
+        e = self._engine
+        kind = layer["kind"]
+        ins = [ptrs[n] for n in layer["inputs"]]
+        if kind == "constant":
+            out = layer["outputs"][0]
+            if out not in self._constants:
+                data = bytes.fromhex(layer["data"])
+                p = _cuda.alloc(len(data), stream)
+                _cuda.upload(p, data, stream)
+                self._constants[out] = p
+            if out in ptrs:  # also a network output
+                _cuda.copy(ptrs[out], self._constants[out], nbytes[out], stream)
+            else:
+                ptrs[out] = self._constants[out]
+            return
+        outs = [ptrs[n] for n in layer["outputs"]]
+        if kind == "aot_plugin":
+            if any(nbytes[n] for n in layer["outputs"]) or any(nbytes[n] for n in layer["inputs"]):
+                run_aot(e._kernels[i], layer["launch"], [a["expr"] for a in layer["extra_args"]], bindings, ins,
+                        outs, stream, layer["name"])
+        elif kind == "jit_plugin":
+            types = [DataType[t] for t in layer["types"]]
+            run_jit(e._plugins[i], [shapes[n] for n in layer["inputs"]], [shapes[n] for n in layer["outputs"]],
+                    types, ins, outs, stream)
+        elif kind in ("cast", "identity"):
+            src, dst = layer["inputs"][0], layer["outputs"][0]
+            run_cast(ins[0], outs[0], _numel(shapes[src]), DataType[e._tensors[src]["dtype"]],
+                     DataType[e._tensors[dst]["dtype"]], stream)
+        else:
+            raise ValueError(f"layer {layer['name']!r} of kind {kind!r} is not emulated")
+
+    def __del__(self):
+        try:
+            for p in self._constants.values():
+                _cuda.free(p, 0)
+        except Exception:  # noqa: BLE001 - interpreter shutdown, no driver: nothing to free
+            pass
