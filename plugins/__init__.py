@@ -108,6 +108,9 @@ def init(force: bool = False) -> bool:
                 _LOG.info("trt_kernels: ops are eager-only: %s", reason)
             return False
         _STATE.update(available="yes", reason="", _modules=mods)
+        emulated = getattr(mods[0], "__dict__", {}).get("__emulated__")
+        if emulated:  # trt_kernels.testing's emulator: say so wherever the state is shown
+            _STATE["backend"] = emulated
     registry.on_register(_register_op)
     return True
 

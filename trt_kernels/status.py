@@ -43,7 +43,8 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
 def format_status() -> str:
     trt = _trt_state()
     lines = [f"TensorRT side: {'available' if trt.get('available') == 'yes' else 'not available'}"
-             + (f" ({trt['reason']})" if trt.get("reason") else "")]
+             + (f" ({trt['reason']})" if trt.get("reason") else "")
+             + (f" [{trt['backend']}]" if trt.get("backend") else "")]
     rows = status(trt)
     if not rows:
         lines.append("no ops registered")
