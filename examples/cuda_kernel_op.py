@@ -3,8 +3,10 @@
 
 Each case registers an op, runs it eagerly against a torch reference and, where TensorRT
 and Torch-TensorRT are installed, compiles a one-op model with ``torch_tensorrt.compile``
-(``min_block_size=1``), runs it five times and compares. Without TensorRT the script says
-so and runs the eager half only.
+(``min_block_size=1``), runs it five times and compares. Where TensorRT is absent but
+Torch-TensorRT's Python and NVIDIA's ``tensorrt`` wheel are (``trt_kernels.testing``), the
+TensorRT half runs over the emulated libnvinfer and every line says so; otherwise the script
+says why and runs the eager half only.
 
 Run: ``python examples/cuda_kernel_op.py`` (needs a CUDA GPU).
 """
@@ -27,6 +29,7 @@ except Exception as _e:  # noqa: BLE001 - ImportError, or a broken native instal
     TRT_MISSING = f"{type(_e).__name__}: {_e}"
 else:
     TRT_MISSING = None
+TRT_LABEL = ""  # what ran the TensorRT half, shown on each line
 
 # Case 1: Elementwise(flat), one tensor input; the output is shaped like x.
 CU_SIGMOID = """
@@ -315,6 +318,7 @@ def _run(name, model, inputs, ref, *, compile_trt=True):
         return ok
     trt_model = torch_tensorrt.compile(
         model,
+        ir="dynamo",
         inputs=list(inputs),
         enabled_precisions={torch.float32},
         min_block_size=1,
@@ -323,11 +327,33 @@ def _run(name, model, inputs, ref, *, compile_trt=True):
         for _ in range(5):
             out = trt_model(*inputs)
             assert _allclose(out, ref), f"{name}: mismatch"
-    print(f"[{name}] TRT compile + run successful")
+    print(f"[{name}] TRT compile + run successful{TRT_LABEL}")
     return ok
 
 
+def _tensorrt_half() -> None:
+    """Real TensorRT when it imports; else, where it can run, real Torch-TensorRT over the emulator."""
+    global TRT_MISSING, TRT_LABEL, torch_tensorrt, trtp
+    if TRT_MISSING is None:
+        import tensorrt
+
+        TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__}, TensorRT {tensorrt.__version__})"
+        return
+    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
+
+    why = emulation_unavailable_reason()
+    if why is not None:
+        TRT_MISSING += f"; emulated tier unavailable too: {why}"
+        return
+    _, torch_tensorrt = emulate_tensorrt()
+    import tensorrt.plugin as trtp  # noqa: F811 - case 6's aot_fn uses it
+
+    TRT_MISSING = None
+    TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, libnvinfer emulated)"
+
+
 def main() -> int:
+    _tensorrt_half()
     results = []
     x = torch.randn(4, 128, device="cuda", dtype=torch.float32)
     results.append(_run("sigmoid", SigmoidModel().cuda().eval(), (x,), torch.sigmoid(x)))

@@ -48,6 +48,16 @@ def _installed(name: str) -> bool:
         return False
 
 
+def _emulated(trt) -> Optional[str]:
+    """trt_kernels.testing's emulator marks its ``tensorrt`` with ``__emulated__``; Torch-TensorRT may
+    have put its proxy module (``_target_module``) in front of it. Read both without ``__getattr__``."""
+    for m in (trt, getattr(trt, "__dict__", {}).get("_target_module")):
+        tag = getattr(m, "__dict__", {}).get("__emulated__")
+        if tag:
+            return tag
+    return None
+
+
 def _probe():
     """Import tensorrt, tensorrt.plugin and torch_tensorrt; (modules, None) or (None, reason)."""
     for name in ("tensorrt", "torch_tensorrt"):
@@ -108,7 +118,7 @@ def init(force: bool = False) -> bool:
                 _LOG.info("trt_kernels: ops are eager-only: %s", reason)
             return False
         _STATE.update(available="yes", reason="", _modules=mods)
-        emulated = getattr(mods[0], "__dict__", {}).get("__emulated__")
+        emulated = _emulated(mods[0])
         if emulated:  # trt_kernels.testing's emulator: say so wherever the state is shown
             _STATE["backend"] = emulated
     registry.on_register(_register_op)

@@ -85,9 +85,15 @@ def pure_torch_tensorrt(source: Optional[str] = None) -> pathlib.Path:
 
 
 def is_emulated(trt_module=None) -> bool:
-    """Whether ``tensorrt`` (the given module, or the one imported in this process) is the emulator."""
+    """Whether ``tensorrt`` (the given module, or the one imported in this process) is the emulator.
+
+    Looks through Torch-TensorRT's ``TensorRTProxyModule`` (which takes ``sys.modules["tensorrt"]``
+    once ``torch_tensorrt`` is imported) without going through its ``__getattr__``."""
     mod = trt_module if trt_module is not None else sys.modules.get("tensorrt")
-    return mod is not None and "__emulated__" in getattr(mod, "__dict__", {})
+    for m in (mod, getattr(mod, "__dict__", {}).get("_target_module")):
+        if m is not None and "__emulated__" in getattr(m, "__dict__", {}):
+            return True
+    return False
 
 
 def emulation_unavailable_reason() -> Optional[str]:

@@ -15,6 +15,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not HAS_CUDA:
             item.add_marker(skip_gpu)
+    # The emulated tier switches the session's `tensorrt` to the emulator for good: run it last,
+    # so no other test (the real-TensorRT tier above all) ever sees the emulator.
+    items.sort(key=lambda item: "trt_emulated" in item.keywords)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -17,6 +17,8 @@ def _trt_reason():
 
     init()
     st = tensorrt_status()
+    if st.get("backend"):
+        return f"tensorrt here is {st['backend']}, not TensorRT (that tier is tests/test_trt_emulated.py)"
     return None if st.get("available") == "yes" else f"TensorRT side unavailable: {st.get('reason')}"
 
 
