@@ -171,7 +171,7 @@ def test_strictness(env):
     assert not hasattr(trt.BuilderFlag, "FP16")  # removed in TensorRT 11
     assert not hasattr(trt, "tensorrt_rtx")
     x = net.add_input("x", trt.float32, (2, 3))
-    x.dtype = trt.float32  # Torch-TensorRT 2.11 does this to every output (see COMPAT)
+    x.dtype = trt.float32  # Torch-TensorRT 2.11 does this to every output (see _COMPAT)
     with pytest.raises(TypeError, match="read-only in TensorRT 11"):
         x.dtype = trt.float16
     for obj in (x, trt.Dims((1, 2)), net):
@@ -179,7 +179,7 @@ def test_strictness(env):
             pickle.dumps(obj)
     assert trt.Dims((1, 2)) == (1, 2) and trt.DataType.FLOAT != 0 and trt.DataType.FLOAT == trt.float32
     assert 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED) == 1
-    assert set(native.COMPAT) == {"IAlgorithmSelector", "ITensor.dtype (setter)"}
+    assert set(native._COMPAT) == {"IAlgorithmSelector", "ITensor.dtype (setter)"}
 
 
 def test_constants_and_weights(env):

@@ -50,7 +50,7 @@ class ITensor(Strict):
     def dtype(self, value):
         # TensorRT 11 made ITensor.dtype read-only; Torch-TensorRT 2.11 (built for TensorRT 10.x) assigns
         # every output's dtype, in practice its current one. Compatibility: accept exactly that, refuse
-        # any change (which TensorRT 11 cannot express either). See COMPAT in __init__.
+        # any change (which TensorRT 11 cannot express either). See _COMPAT in __init__.
         if value != self._dtype:
             raise TypeError(f"ITensor.dtype is read-only in TensorRT 11: cannot change {self._name!r} from "
                             f"{self._dtype} to {value}; add a cast layer (INetworkDefinition.add_cast)")
