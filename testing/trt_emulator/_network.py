@@ -141,7 +141,8 @@ class IPluginV3Layer(ILayer):
             t = self._add_output(dt, [e.get_constant_value() if e.is_constant() else -1 for e in exprs])
             t._exprs = DimsExprs(exprs)
 
-    def get_plugin(self):
+    @property
+    def plugin(self):
         return self._plugin
 
 
