@@ -187,7 +187,7 @@ def test_constants_and_weights(env):
     import numpy as np
 
     w = trt.Weights(np.arange(6, dtype=np.float32))
-    assert w.count == 6 and w.dtype == trt.float32 and w.numpy().tolist() == list(range(6))
+    assert w.size == 6 and w.dtype == trt.float32 and w.numpy().tolist() == list(range(6))
     src = torch.arange(4, dtype=torch.int32)
     w2 = trt.Weights(trt.int32, src.data_ptr(), 4)  # how Torch-TensorRT builds constants
     assert w2.numpy().tolist() == [0, 1, 2, 3]

@@ -173,9 +173,9 @@ class IConstantLayer(ILayer):
         super().__init__(network, [])
         self._weights = weights
         shape = [int(s) for s in shape]
-        if int(np.prod(shape, dtype=np.int64)) != weights.count:
+        if int(np.prod(shape, dtype=np.int64)) != weights.size:
             raise ValueError(f"add_constant: shape {tuple(shape)} holds {int(np.prod(shape))} elements but the "
-                             f"weights hold {weights.count}")
+                             f"weights hold {weights.size}")
         self._add_output(weights.dtype, shape)
 
     @property
@@ -213,12 +213,9 @@ class Weights(Strict):
         return self._dtype
 
     @property
-    def count(self) -> int:
-        return len(self._data) // ITEMSIZE[self._dtype] if self._data else 0
-
-    @property
     def size(self) -> int:
-        return self.count
+        """The number of elements (``count`` is only the constructor's argument in TensorRT)."""
+        return len(self._data) // ITEMSIZE[self._dtype] if self._data else 0
 
     @property
     def nbytes(self) -> int:
