@@ -195,7 +195,7 @@ def test_converter_reorders_tensors_and_attributes(env):
     assert made == ["node1_b"]
     assert net.num_layers == 1
     layer = net.get_layer(0)
-    assert hasattr(layer.get_plugin(), "get_launch_params") and layer.name == "node1"  # an AOT plugin layer
+    assert hasattr(layer.plugin, "get_launch_params") and layer.name == "node1"  # an AOT plugin layer
     assert out is layer.get_output(0) and layer.num_outputs == 1
     # tensors first, in declaration order
     assert [layer.get_input(i).name for i in range(layer.num_inputs)] == ["a", "node1_b"]

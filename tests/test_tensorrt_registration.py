@@ -73,7 +73,7 @@ def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):
     out = fn(ctx, kop.overload, (x, 0.5), {}, "scale_node")
     assert net.num_layers == 1
     layer = net.get_layer(0)
-    assert hasattr(layer.get_plugin(), "get_launch_params") and out is layer.get_output(0)
+    assert hasattr(layer.plugin, "get_launch_params") and out is layer.get_output(0)
 
 
 def test_init_after_the_fact_registers_earlier_ops(trt_side):

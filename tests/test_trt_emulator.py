@@ -171,7 +171,7 @@ def test_strictness(env):
     assert not hasattr(trt.BuilderFlag, "FP16")  # removed in TensorRT 11
     assert not hasattr(trt, "tensorrt_rtx")
     x = net.add_input("x", trt.float32, (2, 3))
-    x.dtype = trt.float32  # Torch-TensorRT 2.11 does this to every output (see COMPAT)
+    x.dtype = trt.float32  # Torch-TensorRT 2.11 does this to every output (see _COMPAT)
     with pytest.raises(TypeError, match="read-only in TensorRT 11"):
         x.dtype = trt.float16
     for obj in (x, trt.Dims((1, 2)), net):
@@ -179,7 +179,7 @@ def test_strictness(env):
             pickle.dumps(obj)
     assert trt.Dims((1, 2)) == (1, 2) and trt.DataType.FLOAT != 0 and trt.DataType.FLOAT == trt.float32
     assert 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED) == 1
-    assert set(native.COMPAT) == {"IAlgorithmSelector", "ITensor.dtype (setter)"}
+    assert set(native._COMPAT) == {"IAlgorithmSelector", "ITensor.dtype (setter)"}
 
 
 def test_constants_and_weights(env):
@@ -187,7 +187,7 @@ def test_constants_and_weights(env):
     import numpy as np
 
     w = trt.Weights(np.arange(6, dtype=np.float32))
-    assert w.count == 6 and w.dtype == trt.float32 and w.numpy().tolist() == list(range(6))
+    assert w.size == 6 and w.dtype == trt.float32 and w.numpy().tolist() == list(range(6))
     src = torch.arange(4, dtype=torch.int32)
     w2 = trt.Weights(trt.int32, src.data_ptr(), 4)  # how Torch-TensorRT builds constants
     assert w2.numpy().tolist() == [0, 1, 2, 3]

@@ -9,7 +9,7 @@ the library that declared the engine's kernels.
 
 Strict, not permissive: every class, method and enum member here exists in TensorRT 11.4's
 bindings (``tests/test_trt_emulator_names.py`` checks them against the identifiers in the
-wheel's ``tensorrt.so``) except the two in :data:`COMPAT`; every other name is an
+wheel's ``tensorrt.so``) except the two in ``_COMPAT``; every other name is an
 ``AttributeError`` naming it; a layer kind that is not emulated fails the build naming its kind.
 Names beginning with ``_`` are the emulator's own.
 """
@@ -22,16 +22,17 @@ from ._enums import DataType
 from ._logging import ILogger, Logger
 from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, ILayer, INetworkDefinition, IPluginV3Layer,
                        ITensor, Weights)
-from ._plugin import (REGISTRY, DynamicPluginTensorDesc, IPluginCreatorV3Quick, IPluginRegistry, IPluginV2,
+from ._plugin import REGISTRY as _REGISTRY
+from ._plugin import (DynamicPluginTensorDesc, IPluginCreatorV3Quick, IPluginRegistry, IPluginV2,
                       IPluginV3, IPluginV3QuickAOTBuild, IPluginV3QuickBuild, IPluginV3QuickCore,
                       IPluginV3QuickRuntime, ISymExpr, PluginField, PluginFieldCollection, PluginTensorDesc)
-from ._strict import Strict
+from ._strict import Strict as _Strict
 
 globals().update(_ENUMS)
 
 #: what Torch-TensorRT 2.11 (built for TensorRT 10.x) needs that TensorRT 11.4 no longer has, and why
 #: each is here anyway; every other public name exists in TensorRT 11.4
-COMPAT = {
+_COMPAT = {
     "IAlgorithmSelector": "class removed in TensorRT 11; Torch-TensorRT 2.11 names it in annotations evaluated "
                           "at import (dynamo/conversion/_TRTInterpreter.py). A placeholder: never used",
     "ITensor.dtype (setter)": "read-only in TensorRT 11; Torch-TensorRT 2.11 assigns every output its own dtype "
@@ -40,7 +41,7 @@ COMPAT = {
 
 
 class IAlgorithmSelector:
-    """Placeholder (see ``COMPAT``): the class exists so that Torch-TensorRT 2.11 imports."""
+    """Placeholder (see ``_COMPAT``): the class exists so that Torch-TensorRT 2.11 imports."""
 
     def __init__(self, *args, **kwargs):
         raise TypeError("IAlgorithmSelector was removed in TensorRT 11 and is not emulated")
@@ -60,7 +61,7 @@ class IProgressMonitor:
         pass
 
 
-class OnnxParser(Strict):
+class OnnxParser(_Strict):
     """Exists (NVIDIA's ``tensorrt/__init__.py`` names it); parsing ONNX is not emulated."""
 
     def __init__(self, *args, **kwargs):
@@ -68,7 +69,7 @@ class OnnxParser(Strict):
 
 
 def get_plugin_registry() -> IPluginRegistry:
-    return REGISTRY
+    return _REGISTRY
 
 
 def init_libnvinfer_plugins(logger, namespace: str) -> bool:

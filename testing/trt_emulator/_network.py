@@ -50,7 +50,7 @@ class ITensor(Strict):
     def dtype(self, value):
         # TensorRT 11 made ITensor.dtype read-only; Torch-TensorRT 2.11 (built for TensorRT 10.x) assigns
         # every output's dtype, in practice its current one. Compatibility: accept exactly that, refuse
-        # any change (which TensorRT 11 cannot express either). See COMPAT in __init__.
+        # any change (which TensorRT 11 cannot express either). See _COMPAT in __init__.
         if value != self._dtype:
             raise TypeError(f"ITensor.dtype is read-only in TensorRT 11: cannot change {self._name!r} from "
                             f"{self._dtype} to {value}; add a cast layer (INetworkDefinition.add_cast)")
@@ -141,7 +141,8 @@ class IPluginV3Layer(ILayer):
             t = self._add_output(dt, [e.get_constant_value() if e.is_constant() else -1 for e in exprs])
             t._exprs = DimsExprs(exprs)
 
-    def get_plugin(self):
+    @property
+    def plugin(self):
         return self._plugin
 
 
@@ -172,9 +173,9 @@ class IConstantLayer(ILayer):
         super().__init__(network, [])
         self._weights = weights
         shape = [int(s) for s in shape]
-        if int(np.prod(shape, dtype=np.int64)) != weights.count:
+        if int(np.prod(shape, dtype=np.int64)) != weights.size:
             raise ValueError(f"add_constant: shape {tuple(shape)} holds {int(np.prod(shape))} elements but the "
-                             f"weights hold {weights.count}")
+                             f"weights hold {weights.size}")
         self._add_output(weights.dtype, shape)
 
     @property
@@ -212,12 +213,9 @@ class Weights(Strict):
         return self._dtype
 
     @property
-    def count(self) -> int:
-        return len(self._data) // ITEMSIZE[self._dtype] if self._data else 0
-
-    @property
     def size(self) -> int:
-        return self.count
+        """The number of elements (``count`` is only the constructor's argument in TensorRT)."""
+        return len(self._data) // ITEMSIZE[self._dtype] if self._data else 0
 
     @property
     def nbytes(self) -> int:
