@@ -11,7 +11,8 @@ and reports what the process loaded: libnvrtc (from /proc/self/maps), whether CU
 directories were looked up, whether CUDA was initialised during declaration, and whether
 sympy / tensorrt / torch_tensorrt were imported.
 
-"warm": the cache already holds every kernel (one unmeasured priming run fills it);
+"warm": the cache already holds every kernel (one unmeasured priming run fills it, and
+writes Python bytecode caches, as an installed package has them);
 "cold": an empty cache directory per run (NVRTC compiles everything). Medians of --runs
 runs (default 7), with min-max.
 
@@ -134,6 +135,8 @@ def main() -> None:
     has_cuda = cuda_available()
     base = dict(os.environ)
     base.pop("TRT_KERNELS_CACHE", None)
+    # as installed packages run: with bytecode caches (the priming run writes any that are missing)
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
     note = ""
     if args.arch:
         base["TRT_KERNELS_ARCH"] = args.arch

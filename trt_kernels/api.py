@@ -9,7 +9,6 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from . import registry, torch_op
-from .compile import default_arch
 from .errors import SpecError
 from .registry import KernelOp
 from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
@@ -65,11 +64,8 @@ def cuda_kernel_op(
         options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                      capability_validator=capability_validator),
     )
-    arch = spec.arch_override or default_arch()
-    if arch is not None:
-        kop.program(arch)  # compile errors and ABI mismatches surface at registration
-    else:
-        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
+    done = kop.prepare()  # compile errors and ABI mismatches surface here
+    _LOG.debug("%s: %s", op_name, done)
     return _register(kop, schema)
 
 

@@ -68,7 +68,7 @@ def _cache(action: str) -> int:
     if action == "path":
         print(d)
     elif action == "clear":
-        n = len(list(d.glob("*.bin"))) if d.exists() else 0
+        n = len(list(d.glob("*/*.bin"))) if d.exists() else 0
         shutil.rmtree(d, ignore_errors=True)
         print(f"removed {n} entries from {d}")
     return 0
