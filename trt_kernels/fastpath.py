@@ -25,10 +25,52 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-from .errors import InputError
+from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
-from .launch import driver
+from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
+
+# ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
+
+
+def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None) -> None:
+    """A launch failed: if the calling thread had another (or no) context current, make the
+    tensor's device current and launch again; otherwise report the driver's error."""
+    cu = driver()
+    if int(err) in RETRY_CONTEXT_ERRORS:
+        ctx_prev = cu.cuCtxGetCurrent()[1]
+        PrimaryContext.make_current(dev)
+        try:
+            if stream is None:
+                stream = torch._C._cuda_getCurrentRawStream(dev)
+            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
+        finally:
+            if ctx_prev is not None and int(ctx_prev) != 0:
+                cu.cuCtxSetCurrent(ctx_prev)
+        if not err2:
+            return
+        err = err2
+    raise LaunchError(
+        f"{kop.op_name}: cuLaunchKernel failed on cuda:{dev} with grid {tuple(grid)}, block {tuple(block)}, "
+        f"shared memory {smem} bytes: {error_text(err)}"
+    )
+
+
+def scalar_error(kop, args, exc) -> InputError:
+    """The clear error for a scalar argument that does not fit its C type."""
+    for i, d in enumerate(kop.spec.inputs):
+        if kop.v.arg_kinds[i] != "scalar":
+            continue
+        val = args[i]
+        try:
+            struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], val)
+        except (struct.error, OverflowError):
+            kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
+            return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")
+    return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
+
+
+# ---------------- code generation ----------------
 
 _PY_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}
 
@@ -112,15 +154,11 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     def new_buffer():
         return pack.buffer()
 
-    def relaunch(err, dev, gx, gy, gz, smem, addr):
-        from .torch_op import relaunch as _relaunch
+    def relaunch_(err, dev, gx, gy, gz, smem, addr):
+        relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, addr)
 
-        _relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, addr)
-
-    def scalar_error(args, exc):
-        from .torch_op import scalar_error as _scalar_error
-
-        raise _scalar_error(kop, args, exc) from None
+    def scalar_error_(args, exc):
+        raise scalar_error(kop, args, exc) from None
 
     def unwritten(gx, gy, gz):
         raise InputError(f"{op}: the grid ({gx}, {gy}, {gz}) is empty but an output is not: the kernel would "
@@ -128,8 +166,8 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
     ns: Dict[str, Any] = dict(
         _too_big=too_big, _bad_grid=bad_grid, _bad_device=bad_device, _no_backward=no_backward,
-        _unwritten=unwritten, _grad_enabled=torch.is_grad_enabled, _new_buffer=new_buffer, _relaunch=relaunch,
-        _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
+        _unwritten=unwritten, _grad_enabled=torch.is_grad_enabled, _new_buffer=new_buffer, _relaunch=relaunch_,
+        _scalar_error=scalar_error_, _tls=pack._tls, _pack=pack.struct.pack_into,
         _launch=launch or driver().cuLaunchKernel,
         _stream=stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
         _funcs=kernel._functions, _load=kernel.function, _empty=torch.empty, _empty_like=torch.empty_like,
