@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
+import sys
 from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
@@ -14,6 +16,7 @@ from .registry import KernelOp
 from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
 
 _LOG = logging.getLogger("trt_kernels")
+_REPORTED_MISSING: list = []
 
 
 def cuda_kernel_op(
@@ -156,8 +159,29 @@ def _register(kop: KernelOp, schema: Optional[str]):
     return getattr(getattr(torch.ops, kop.namespace), kop.name)
 
 
+def _installed(name: str) -> bool:
+    """Whether ``name`` is importable, asked without importing it."""
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _init_tensorrt_side() -> None:
-    """Register plugins and converters where TensorRT is usable (once; later ops via the registry)."""
+    """Register plugins and converters where TensorRT is usable (once; later ops via the registry).
+
+    ``trt_kernels.plugins`` (and through it tensorrt) is imported only where both tensorrt and
+    torch_tensorrt are installed: elsewhere declaring an op imports nothing of the TensorRT side.
+    """
+    missing = [n for n in ("tensorrt", "torch_tensorrt") if not _installed(n)]
+    if missing:
+        if missing != _REPORTED_MISSING:
+            _REPORTED_MISSING[:] = missing
+            _LOG.info("trt_kernels: ops are eager-only: %s is not installed (pip install 'trt-kernels[tensorrt]')",
+                      " and ".join(missing))
+        return
     try:
         from .plugins import init
     except ImportError as e:  # a core installed without its plugins package
