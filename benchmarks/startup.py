@@ -168,19 +168,19 @@ def main() -> None:
 
     print()
     print(f"start-up phases, fresh process each, ms: median (min-max) of {args.runs} runs")
-    print(f"| {'phase':28s} | {'warm cache':>22s} | {'cold cache':>22s} |")
-    print(f"| {'-' * 28} | {'-' * 22} | {'-' * 22} |")
+    print(f"| {'phase':28s} | {'warm cache':>24s} | {'cold cache':>24s} |")
+    print(f"| {'-' * 28} | {'-' * 24} | {'-' * 24} |")
     for k in TIMES:
         if k not in w:
-            print(f"| {k:28s} | {'skipped (no CUDA)':>22s} | {'skipped (no CUDA)':>22s} |")
+            print(f"| {k:28s} | {'skipped (no CUDA)':>24s} | {'skipped (no CUDA)':>24s} |")
             continue
         cells = [f"{d[k][0]:7.1f} ({d[k][1]:.1f}-{d[k][2]:.1f})" for d in (w, c)]
-        print(f"| {k:28s} | {cells[0]:>22s} | {cells[1]:>22s} |")
+        print(f"| {k:28s} | {cells[0]:>24s} | {cells[1]:>24s} |")
     tot = [d["import trt_kernels"][0] + d["declare 7 seed ops"][0] for d in (w, c)]
-    print(f"| {'import + declare (goal<=40)':28s} | {tot[0]:22.1f} | {tot[1]:22.1f} |")
+    print(f"| {'import + declare (goal<=40)':28s} | {tot[0]:24.1f} | {tot[1]:24.1f} |")
     for k in FLAGS:
         if k in w:
-            print(f"| {k:28s} | {w[k]:>22s} | {c[k]:>22s} |")
+            print(f"| {k:28s} | {w[k]:>24s} | {c[k]:>24s} |")
     if args.json:
         print(json.dumps({"warm": w, "cold": c}))
 

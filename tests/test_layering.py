@@ -8,7 +8,6 @@ what both need.
 """
 
 import ast
-from pathlib import Path
 
 from conftest import ROOT
 

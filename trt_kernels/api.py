@@ -17,6 +17,7 @@ from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, vali
 
 _LOG = logging.getLogger("trt_kernels")
 _REPORTED_MISSING: list = []
+_FOUND: dict = {}  # top-level module name -> installed (asked once per process)
 
 
 def cuda_kernel_op(
@@ -163,10 +164,14 @@ def _installed(name: str) -> bool:
     """Whether ``name`` is importable, asked without importing it."""
     if name in sys.modules:
         return True
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
+    found = _FOUND.get(name)
+    if found is None:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        _FOUND[name] = found
+    return found
 
 
 def _init_tensorrt_side() -> None:

@@ -163,8 +163,12 @@ def headers_identity(extra: Optional[Sequence[str]]) -> str:
     paths, else the ``nvidia-cuda-runtime`` version and ``CUDA_HOME`` / ``CUDA_PATH``."""
     if extra is not None:
         return "given:" + os.pathsep.join(extra)
-    return (f"{_RUNTIME_DIST}=={_dist_version(_RUNTIME_DIST)};CUDA_HOME={os.environ.get('CUDA_HOME', '')};"
-            f"CUDA_PATH={os.environ.get('CUDA_PATH', '')}")
+    return _default_headers_identity(os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _default_headers_identity(cuda_home: str, cuda_path: str) -> str:
+    return f"{_RUNTIME_DIST}=={_dist_version(_RUNTIME_DIST)};CUDA_HOME={cuda_home};CUDA_PATH={cuda_path}"
 
 
 def include_dirs(extra: Optional[Sequence[str]] = None) -> list:
