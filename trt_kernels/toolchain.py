@@ -28,7 +28,7 @@ import functools
 import os
 import sys
 import threading
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 _LOCK = threading.Lock()
 _loaded_identity: Optional[str] = None  # set once NVRTC is loaded and its file differs from the prediction
@@ -119,30 +119,35 @@ def identity() -> Optional[str]:
     return _loaded_identity if _loaded_identity is not None else _predicted_identity()
 
 
-def _mapped_nvrtc() -> Optional[str]:
-    """The libnvrtc file mapped into this process (Linux), or None."""
+def _mapped_nvrtc() -> List[str]:
+    """The libnvrtc files mapped into this process (Linux; empty elsewhere)."""
+    found: List[str] = []
     try:
         with open("/proc/self/maps") as f:
             for line in f:
                 parts = line.split(None, 5)  # address perms offset dev inode [path]
-                if len(parts) == 6 and parts[5].startswith("/") and _is_nvrtc_library(parts[5].strip()):
-                    return parts[5].strip()
+                if len(parts) == 6:
+                    path = parts[5].strip()
+                    if path.startswith("/") and _is_nvrtc_library(path) and path not in found:
+                        found.append(path)
     except OSError:
         pass
-    return None
+    return found
 
 
 def loaded_identity(version: Tuple[int, int]) -> str:
     """The identity of the NVRTC that is loaded now (call after loading it): the mapped file
-    where the platform says which it is, else the predicted file plus ``nvrtcVersion``."""
-    mapped = _mapped_nvrtc()
+    where the platform says which it is, else the predicted file plus ``nvrtcVersion``.
+    With several libnvrtc mapped (another library brought its own), the predicted one wins if
+    it is among them, else one whose name carries ``version``'s major."""
     predicted = _predicted_identity()
-    if mapped is not None:
-        ident = _file_identity(mapped)
-        if predicted is not None and ident is not None and predicted.endswith("@" + ident):
-            return predicted
-        if ident is not None:
-            return f"loaded@{ident}"
+    mapped = [(p, _file_identity(p)) for p in _mapped_nvrtc()]
+    mapped = [(p, i) for p, i in mapped if i is not None]
+    if predicted is not None and any(predicted.endswith("@" + i) for _, i in mapped):
+        return predicted
+    if mapped:
+        major = [(p, i) for p, i in mapped if f".so.{version[0]}" in p or f"64_{version[0]}" in p]
+        return f"loaded@{(major or mapped)[0][1]}"
     if predicted is not None:
         return predicted
     return f"nvrtc-{version[0]}.{version[1]}@unknown-file"
@@ -205,6 +210,3 @@ def headers_resolved() -> bool:
     return _headers_resolved
 
 
-def nvrtc_loaded() -> bool:
-    """Whether ``cuda.bindings.nvrtc`` has been imported in this process (it loads libnvrtc on first use)."""
-    return "cuda.bindings.nvrtc" in sys.modules and _mapped_nvrtc() is not None
