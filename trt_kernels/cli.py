@@ -31,6 +31,9 @@ def _info() -> int:
     print(f"torch         {torch.__version__}")
     print(f"cuda-bindings {bindings}")
     print(f"NVRTC         {nvrtc}")
+    from .toolchain import identity
+
+    print(f"NVRTC file    {identity() or 'not found on disk (the cache is keyed by the loaded library)'}")
     print(f"CUDA driver   {'.'.join(map(str, drv)) if drv else 'none'}")
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none visible"
     print(f"GPU           {gpu}")
