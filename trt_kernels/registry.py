@@ -41,6 +41,7 @@ class KernelOp:
     options: Dict[str, Any] = field(default_factory=dict)
     # filled in as the op is used
     library: Any = None
+    cuda_impl: Any = None  # the function registered as the op's CUDA kernel
     trt: Dict[str, Any] = field(default_factory=dict)  # status of the TensorRT side
     _programs: Dict[str, CompiledProgram] = field(default_factory=dict)
     _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)

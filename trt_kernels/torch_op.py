@@ -228,7 +228,8 @@ def register(kop: KernelOp) -> None:
             torch.library.register_fake(kop.op_name, kop.meta_fn, lib=lib)
         else:
             torch.library.register_fake(kop.op_name, make_fake_impl(kop), lib=lib)
-        lib.impl(kop.name, kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop), "CUDA")
+        kop.cuda_impl = kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop)
+        lib.impl(kop.name, kop.cuda_impl, "CUDA")
         lib.impl(kop.name, make_cpu_impl(kop), "CPU")
         if kop.backward is not None:
             torch.library.register_autograd(kop.op_name, make_backward(kop), setup_context=make_setup_context(kop),
