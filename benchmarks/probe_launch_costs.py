@@ -1,6 +1,10 @@
 """Probe: per-call host cost of each piece of an eager launch (GPU machine).
 
-Run once to choose the eager launch design; prints a table of medians.
+Run before changing the eager path, to see what each piece costs; prints a table of medians.
+Then, for the op as trt_kernels builds it (the seed's sigmoid), the whole call in grad mode
+and under inference_mode, so the pieces can be compared with the total.
+
+Run: python benchmarks/probe_launch_costs.py
 """
 import ctypes
 import statistics
@@ -112,6 +116,14 @@ def main():
     rows.append(("x.is_cuda", bench(lambda: x.is_cuda)))
     rows.append(("x.numel()", bench(lambda: x.numel())))
     rows.append(("x.shape", bench(lambda: x.shape)))
+    # what the registered function spends choosing a launcher: the old lookup (key tuple, dict
+    # get, a second Python frame) against the guard the inlined body uses now
+    f32 = torch.float32
+    table = {(f32, 1): lambda t: t}
+    rows.append(("key tuple + dict get + call", bench(lambda: table.get((x.dtype, x.dim()))(x))))
+    rows.append(("inlined guard (dtype is, dim ==)", bench(lambda: x.dtype is f32 and x.dim() == 1)))
+    rows.append(("torch.is_grad_enabled()", bench(lambda: torch.is_grad_enabled())))
+    rows.append(("x.requires_grad", bench(lambda: x.requires_grad)))
     scratch = ctypes.create_string_buffer(24)
     rows.append(("pack_into", bench(lambda: S.pack_into(scratch, 0, 1, 2, 0, 3))))
     rows.append(("cuLaunchKernel f, stream int", bench(launch_int)))
@@ -161,9 +173,24 @@ def main():
         rows.append(("cupy RawKernel call", bench(lambda: ck((grid,), (256,), (cx, cupy.int32(n), cy)))))
     except Exception as e:  # noqa: BLE001
         print("cupy failed", e)
-    print(f"{'piece':40s} {'median us':>10s}")
+    import trt_kernels as ttk
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+    import seed_specs
+
+    seed_specs.declare(ttk, ns="probe_seed")
+    ours = torch.ops.probe_seed.sigmoid
+    ours(x)
+    rows.append(("trt_kernels sigmoid op(x)", bench(lambda: ours(x))))
+    rows.append(("trt_kernels sigmoid .default(x)", bench(lambda: ours.default(x))))
+    with torch.inference_mode():
+        xi = torch.randn(1024, device="cuda")
+        rows.append(("[inf] trt_kernels sigmoid op(x)", bench(lambda: ours(xi))))
+        rows.append(("[inf] trt_kernels sigmoid .default(x)", bench(lambda: ours.default(xi))))
+    print(f"| {'piece':40s} | {'median us':>10s} |")
+    print(f"| {'-' * 40} | {'-' * 10} |")
     for name, v in rows:
-        print(f"{name:40s} {v:10.2f}")
+        print(f"| {name:40s} | {v:10.2f} |")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def test_cache_miss_then_hit_across_processes(cache):
     tmp, calls = cache
     a = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
     assert not a.from_cache and len(calls) == 1
-    files = list(tmp.glob("*.bin"))
+    files = list(tmp.glob("*/*.bin"))
     assert len(files) == 1
     comp._MEMO.clear()  # as a fresh process would see it
     b = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
@@ -74,14 +74,14 @@ def test_key_covers_source_options_arch(cache):
     comp.compile_program(SIGMOID + "\n// changed", ["my_sigmoid"], arch="sm_90")
     comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_80")
     comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90", options=["--use_fast_math"])
-    assert len(calls) == 4 and len(list(tmp.glob("*.bin"))) == 4
+    assert len(calls) == 4 and len(list(tmp.glob("*/*.bin"))) == 4
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
 def test_corrupt_entry_is_recompiled(cache, damage):
     tmp, calls = cache
     good = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
-    (path,) = tmp.glob("*.bin")
+    (path,) = tmp.glob("*/*.bin")
     blob = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(blob[: len(blob) // 2])
@@ -118,7 +118,7 @@ def test_no_temp_files_left(cache):
     tmp, _ = cache
     for i in range(3):
         comp.compile_program(SIGMOID + f"\n// {i}", ["my_sigmoid"], arch="sm_90")
-    assert all(p.suffix == ".bin" for p in tmp.iterdir())
+    assert all(p.suffix == ".bin" for p in tmp.rglob("*") if p.is_file())
 
 
 @pytest.mark.parametrize("given,want", [("sm_90", "sm_90"), ("90", "sm_90"), (90, "sm_90"), ((8, 6), "sm_86"),

@@ -52,8 +52,10 @@ def test_two_processes_compile_the_same_kernel(tmp_path):
         assert p.exitcode == 0
     results = [q.get() for _ in procs]
     assert all(n > 0 for _, n in results)
-    entries = list(tmp_path.iterdir())
-    assert len(entries) == 1 and entries[0].suffix == ".bin"  # one entry, no temporary left behind
-    key = entries[0].stem
-    prog = comp._decode(entries[0].read_bytes(), key)  # valid: checksum and key verify
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 1 and files[0].suffix == ".bin"  # one entry, no temporary left behind
+    key, arch = files[0].parent.name, files[0].stem
+    from trt_kernels import toolchain
+
+    prog = comp._decode(files[0].read_bytes(), key, arch, toolchain.identity())  # valid: checksum, key, toolchain
     assert prog.lowered == {"my_sigmoid": "my_sigmoid"}

@@ -130,3 +130,84 @@ def test_empty_grid_with_a_nonempty_output_is_refused():
     with pytest.raises(ttk.InputError, match=r"the grid \(0, 1, 1\) is empty but an output is not"):
         fn3(x)
     assert rec3.calls == []
+
+
+def dispatcher_for(name):
+    """The op's registered-function shape (build_dispatcher) over recording launchers."""
+    from trt_kernels.fastpath import build_dispatcher
+
+    kop = registry.get(name)
+    entries, standalone_calls = {}, []
+    holder = {}
+
+    def launch(*a):
+        return holder["rec"](*a)
+
+    def new_entry(key, args):
+        ts = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+        plan = kop.plan(tuple(t.dim() for t in ts))
+        fn = build_launcher(kop, torch.float32, plan, [torch.float32] * len(plan.outputs),
+                            [torch.float32] * len(ts), StubKernel(), launch=launch, stream=lambda dev: 77)
+        holder.setdefault("rec", Recorder(fn.pack))
+
+        def counted(*a):
+            standalone_calls.append(key)
+            return fn(*a)
+
+        counted.rebuild = fn.rebuild
+        entries[key] = counted
+        return counted
+
+    return build_dispatcher(kop, entries, new_entry), holder, standalone_calls
+
+
+def test_registered_function_inlines_the_launcher_after_the_first_call():
+    name = unique()
+    ttk.cuda_kernel_op(name, mixed_spec())
+    dispatch, holder, standalone = dispatcher_for(name)
+    same_object = dispatch
+    assert "_key0_0" not in dispatch.source
+    a, b = torch.randn(3, 100), torch.randn(3, 100)
+    y1 = dispatch(a, 1.5, b, -7, True)
+    assert standalone == [(torch.float32, torch.float32, 2, 2)]  # built and run through the lookup once
+    assert "if a0.dtype is _key0_0 and a2.dtype is _key0_1 and a0.dim() == 2 and a2.dim() == 2:" in dispatch.source
+    y2 = dispatch(a, 2.5, b, 3, False)
+    assert len(standalone) == 1  # the inlined body ran: no second frame
+    assert dispatch is same_object
+    rec = holder["rec"]
+    assert [c["vals"] for c in rec.calls] == [[a.data_ptr(), b.data_ptr(), 1.5, -7, True, 300, y1.data_ptr()],
+                                             [a.data_ptr(), b.data_ptr(), 2.5, 3, False, 300, y2.data_ptr()]]
+    # the checks are in the inlined body too
+    with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
+        dispatch(a, 1.5, b, 2**32, True)
+    with pytest.raises(ttk.InputError, match="has no backward, and an input requires grad"):
+        dispatch(a.requires_grad_(), 1.5, b, 1, True)
+    assert len(standalone) == 1
+
+
+def test_other_keys_still_dispatch_and_at_most_max_inlined_are_inlined():
+    from trt_kernels.fastpath import MAX_INLINED
+
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    dispatch, holder, standalone = dispatcher_for(name)
+    shapes = [(5,), (2, 5), (2, 2, 5), (1, 2, 2, 5), (1, 1, 2, 2, 5), (1, 1, 1, 2, 2, 5)]
+    for shape in shapes * 2:
+        x = torch.randn(*shape)
+        y = dispatch(x)
+        assert y.shape == x.shape
+        assert holder["rec"].calls[-1]["vals"] == [x.data_ptr(), x.numel(), y.data_ptr()]
+    assert dispatch.source.count("if a0.dtype is") == MAX_INLINED
+    # keys beyond the inlined ones keep running their standalone launcher
+    assert [k[1] for k in standalone] == [1, 2, 3, 4, 5, 6, 5, 6]
+
+
+def test_inlined_body_refuses_oversized_inputs():
+    name = unique()
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    dispatch, holder, _ = dispatcher_for(name)
+    dispatch(torch.zeros(4))
+    x = torch.zeros(1).expand(2**31)
+    with pytest.raises(ttk.InputError, match=r"extras\[0\] \(Numel\('x'\)\) = 2147483648 does not fit"):
+        dispatch(x)
+    assert len(holder["rec"].calls) == 1

@@ -56,7 +56,7 @@ def expected_params(spec: KernelSpec, v: Validated, dtype: torch.dtype) -> List[
     return out
 
 
-_ENTRY = r"\.entry\s+{name}\s*\((?P<params>[^)]*)\)"
+_ENTRY_ANY = re.compile(r"\.entry\s+(?P<name>[\w$%.]+)\s*\((?P<params>[^)]*)\)")
 _PARAM = re.compile(
     r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>[a-z]+)(?P<bits>\d+)\s+[\w$]+(?:\[(?P<count>\d+)\])?"
 )
@@ -65,11 +65,15 @@ _PARAM = re.compile(
 def ptx_params(ptx: bytes, symbol: str) -> Optional[List[Tuple[str, int]]]:
     """``[(ptx type, bytes), ...]`` of the ``.entry`` named ``symbol`` in ``ptx``; None if absent."""
     text = ptx.decode(errors="replace")
-    m = re.search(_ENTRY.format(name=re.escape(symbol)), text)
-    if not m:
+    params = None
+    for m in _ENTRY_ANY.finditer(text):  # one precompiled pattern for every symbol
+        if m.group("name") == symbol:
+            params = m.group("params")
+            break
+    if params is None:
         return None
     out = []
-    for pm in _PARAM.finditer(m.group("params")):
+    for pm in _PARAM.finditer(params):
         bits = int(pm.group("bits"))
         count = int(pm.group("count") or 1)
         out.append((f"{pm.group('type')}{bits}" + (f"[{count}]" if pm.group("count") else ""), bits // 8 * count))

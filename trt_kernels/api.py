@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
+import sys
 from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
 from . import registry, torch_op
-from .compile import default_arch
 from .errors import SpecError
 from .registry import KernelOp
 from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
 
 _LOG = logging.getLogger("trt_kernels")
+_REPORTED_MISSING: list = []
+_FOUND: dict = {}  # top-level module name -> installed (asked once per process)
 
 
 def cuda_kernel_op(
@@ -65,11 +68,8 @@ def cuda_kernel_op(
         options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                      capability_validator=capability_validator),
     )
-    arch = spec.arch_override or default_arch()
-    if arch is not None:
-        kop.program(arch)  # compile errors and ABI mismatches surface at registration
-    else:
-        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
+    done = kop.prepare()  # compile errors and ABI mismatches surface here
+    _LOG.debug("%s: %s", op_name, done)
     return _register(kop, schema)
 
 
@@ -160,8 +160,33 @@ def _register(kop: KernelOp, schema: Optional[str]):
     return getattr(getattr(torch.ops, kop.namespace), kop.name)
 
 
+def _installed(name: str) -> bool:
+    """Whether ``name`` is importable, asked without importing it."""
+    if name in sys.modules:
+        return True
+    found = _FOUND.get(name)
+    if found is None:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        _FOUND[name] = found
+    return found
+
+
 def _init_tensorrt_side() -> None:
-    """Register plugins and converters where TensorRT is usable (once; later ops via the registry)."""
+    """Register plugins and converters where TensorRT is usable (once; later ops via the registry).
+
+    ``trt_kernels.plugins`` (and through it tensorrt) is imported only where both tensorrt and
+    torch_tensorrt are installed: elsewhere declaring an op imports nothing of the TensorRT side.
+    """
+    missing = [n for n in ("tensorrt", "torch_tensorrt") if not _installed(n)]
+    if missing:
+        if missing != _REPORTED_MISSING:
+            _REPORTED_MISSING[:] = missing
+            _LOG.info("trt_kernels: ops are eager-only: %s is not installed (pip install 'trt-kernels[tensorrt]')",
+                      " and ".join(missing))
+        return
     try:
         from .plugins import init
     except ImportError as e:  # a core installed without its plugins package

@@ -31,6 +31,9 @@ def _info() -> int:
     print(f"torch         {torch.__version__}")
     print(f"cuda-bindings {bindings}")
     print(f"NVRTC         {nvrtc}")
+    from .toolchain import identity
+
+    print(f"NVRTC file    {identity() or 'not found on disk (the cache is keyed by the loaded library)'}")
     print(f"CUDA driver   {'.'.join(map(str, drv)) if drv else 'none'}")
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none visible"
     print(f"GPU           {gpu}")
@@ -68,7 +71,7 @@ def _cache(action: str) -> int:
     if action == "path":
         print(d)
     elif action == "clear":
-        n = len(list(d.glob("*.bin"))) if d.exists() else 0
+        n = len(list(d.glob("*/*.bin"))) if d.exists() else 0
         shutil.rmtree(d, ignore_errors=True)
         print(f"removed {n} entries from {d}")
     return 0

@@ -7,16 +7,20 @@ needs no GPU: give the arch (``KernelSpec.arch_override`` or the
 ``TRT_KERNELS_ARCH`` environment variable, e.g. ``sm_90``).
 
 Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
-``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Entries are
-keyed by a SHA-256 of everything that changes the output (source, name
-expressions, options, arch, NVRTC version, entry format), written atomically
-(temporary file + ``os.replace``), and checksummed: a corrupt entry is
-recompiled and overwritten, never trusted.
+``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Layout (format 2):
+``<cache>/<program key>/<arch>.bin``. The program key is a SHA-256 of everything
+that changes the output except the arch (source, name expressions, options, C++
+standard, which headers, and the NVRTC toolchain's identity from
+:mod:`trt_kernels.toolchain`, read from disk without loading libnvrtc), so a
+process whose kernels are all cached never loads NVRTC nor looks for headers, and
+the entries of one program for every arch sit in one directory (a declaration can
+check the kernel's parameters from any of them before a GPU is queried). Entries
+are written atomically (temporary file + ``os.replace``) and checksummed: a
+corrupt entry, or one recording another toolchain, is recompiled, never trusted.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -29,10 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
+from . import toolchain
 from .errors import CompileError
+from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
 _LOG = logging.getLogger("trt_kernels")
-_FORMAT = 1
+_FORMAT = 2
 _MAGIC = b"TRTKC\x00"
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
@@ -47,8 +53,9 @@ class CompiledProgram:
     arch: str  # "sm_90"
     nvrtc_version: Tuple[int, int]
     log: str
-    key: str
+    key: str  # the program key (the cache directory's name)
     from_cache: bool
+    toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.toolchain)
 
     @property
     def ptx_isa(self) -> Optional[Tuple[int, int]]:
@@ -89,11 +96,17 @@ def normalize_arch(arch) -> str:
     return f"sm_{m.group(2)}{m.group(3)}"
 
 
+def env_arch() -> Optional[str]:
+    """``TRT_KERNELS_ARCH`` if set (no CUDA query), else None."""
+    env = os.environ.get("TRT_KERNELS_ARCH")
+    return normalize_arch(env) if env else None
+
+
 def default_arch() -> Optional[str]:
     """``TRT_KERNELS_ARCH`` if set, else the current CUDA device's arch, else None."""
-    env = os.environ.get("TRT_KERNELS_ARCH")
+    env = env_arch()
     if env:
-        return normalize_arch(env)
+        return env
     try:
         import torch
 
@@ -102,33 +115,6 @@ def default_arch() -> Optional[str]:
     except Exception:  # noqa: BLE001 - no usable CUDA here means "no default"
         pass
     return None
-
-
-def include_dirs(extra: Optional[Sequence[str]] = None) -> list:
-    """Where CUDA headers (``cuda_fp16.h`` ...) are: ``extra`` if given (``KernelSpec.include_paths``),
-    else the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``, then
-    ``$CUDA_HOME/include`` and ``/usr/local/cuda/include``."""
-    if extra is not None:
-        return list(dict.fromkeys(extra))
-    return list(_default_include_dirs(os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")))
-
-
-@functools.lru_cache(maxsize=None)
-def _default_include_dirs(cuda_home: Optional[str], cuda_path: Optional[str]) -> Tuple[str, ...]:
-    dirs = []
-    try:
-        from cuda import pathfinder
-
-        found = pathfinder.find_nvidia_header_directory("cudart")
-        if found:
-            dirs.append(str(found))
-    except Exception:  # noqa: BLE001 - fall back to a system toolkit
-        pass
-    for root in (cuda_home, cuda_path, "/usr/local/cuda"):
-        if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
-            dirs.append(os.path.join(root, "include"))
-            break
-    return tuple(dict.fromkeys(dirs))
 
 
 # ---------------- cache ----------------
@@ -145,10 +131,12 @@ def cache_dir() -> Optional[Path]:
     return Path(base) / "trt_kernels"
 
 
-def cache_key(source: str, names: Sequence[str], options: Sequence[str], arch: str, version: Tuple[int, int]) -> str:
+def program_key(source: str, names: Sequence[str], options: Sequence[str], std: str,
+                include_paths: Optional[Sequence[str]], toolchain_id: str) -> str:
+    """The cache directory of one program: everything that changes NVRTC's output but the arch."""
     payload = json.dumps(
-        {"format": _FORMAT, "source": source, "names": list(names), "options": list(options),
-         "arch": arch, "nvrtc": list(version)},
+        {"format": _FORMAT, "source": source, "names": list(names), "options": list(options), "std": std,
+         "headers": toolchain.headers_identity(include_paths), "toolchain": toolchain_id},
         sort_keys=True,
     ).encode()
     return hashlib.sha256(payload).hexdigest()
@@ -157,13 +145,14 @@ def cache_key(source: str, names: Sequence[str], options: Sequence[str], arch: s
 def _encode(prog: CompiledProgram) -> bytes:
     header = json.dumps({
         "lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
-        "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key,
+        "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key, "toolchain": prog.toolchain,
+        "format": _FORMAT,
         "sha256": hashlib.sha256(prog.ptx + prog.cubin).hexdigest(),
     }).encode()
     return _MAGIC + struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
 
 
-def _decode(blob: bytes, key: str) -> CompiledProgram:
+def _decode(blob: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
     if not blob.startswith(_MAGIC):
         raise ValueError("bad magic")
     (hlen,) = struct.unpack_from("<I", blob, len(_MAGIC))
@@ -174,12 +163,17 @@ def _decode(blob: bytes, key: str) -> CompiledProgram:
         raise ValueError("truncated")
     if hashlib.sha256(body).hexdigest() != header["sha256"] or header["key"] != key:
         raise ValueError("checksum mismatch")
+    if header.get("format") != _FORMAT or header["arch"] != arch:
+        raise ValueError(f"entry for format {header.get('format')} / {header['arch']}, wanted {_FORMAT} / {arch}")
+    if header.get("toolchain") != toolchain_id:  # never hand out what another NVRTC built
+        raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
     ptx, cubin = body[: header["ptx_len"]], body[header["ptx_len"]:]
     return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
-                           nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True)
+                           nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True,
+                           toolchain=toolchain_id)
 
 
-def _cache_read(path: Path, key: str) -> Optional[CompiledProgram]:
+def _cache_read(path: Path, key: str, arch: str, toolchain_id: str) -> Optional[CompiledProgram]:
     try:
         blob = path.read_bytes()
     except FileNotFoundError:
@@ -188,7 +182,7 @@ def _cache_read(path: Path, key: str) -> Optional[CompiledProgram]:
         _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
         return None
     try:
-        return _decode(blob, key)
+        return _decode(blob, key, arch, toolchain_id)
     except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
         _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
         return None
@@ -216,8 +210,69 @@ def _cache_write(path: Path, prog: CompiledProgram) -> None:
 
 # ---------------- compile ----------------
 
-_MEMO: Dict[str, CompiledProgram] = {}
+_MEMO: Dict[Tuple[str, str], CompiledProgram] = {}  # (program key, arch) -> program
 _MEMO_LOCK = threading.Lock()
+
+
+def _toolchain_id() -> str:
+    """The NVRTC identity for keys: from disk if it can be told, else by loading NVRTC."""
+    ident = toolchain.identity()
+    if ident is None:
+        ident = toolchain.confirm_loaded(nvrtc_version())
+    return ident
+
+
+def _entry_path(key: str, arch: str) -> Optional[Path]:
+    cdir = cache_dir()
+    return cdir / key / f"{arch}.bin" if cdir is not None else None
+
+
+def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
+    with _MEMO_LOCK:
+        hit = _MEMO.get((key, arch))
+    if hit is not None:
+        return hit
+    path = _entry_path(key, arch)
+    prog = _cache_read(path, key, arch, ident) if path is not None else None
+    if prog is not None:
+        with _MEMO_LOCK:
+            prog = _MEMO.setdefault((key, arch), prog)
+    return prog
+
+
+def cached_program(
+    source: str,
+    name_expressions: Sequence[str],
+    *,
+    options: Sequence[str] = (),
+    std: str = "c++17",
+    include_paths: Optional[Sequence[str]] = None,
+) -> Optional[CompiledProgram]:
+    """A cached build of this program for *any* arch, without compiling, loading NVRTC or querying
+    a GPU; None if there is none (or the toolchain cannot be told without loading NVRTC).
+
+    A kernel's parameter list in the PTX does not depend on the arch, so a declaration checks
+    the kernel ABI against such an entry and leaves the arch-specific CUBIN to the first launch.
+    """
+    ident = toolchain.identity()
+    cdir = cache_dir()
+    if ident is None or cdir is None:
+        return None
+    key = program_key(source, name_expressions, options, std, include_paths, ident)
+    with _MEMO_LOCK:
+        for (k, _arch), prog in _MEMO.items():
+            if k == key:
+                return prog
+    try:
+        names = sorted(os.listdir(cdir / key))
+    except OSError:
+        return None
+    for n in names:
+        if n.endswith(".bin"):
+            prog = _lookup(key, n[: -len(".bin")], ident)
+            if prog is not None:
+                return prog
+    return None
 
 
 def compile_program(
@@ -232,29 +287,34 @@ def compile_program(
 ) -> CompiledProgram:
     """Compile ``source`` for ``arch`` (e.g. ``"sm_90"``) with NVRTC; PTX, CUBIN and lowered names.
 
-    Raises :class:`CompileError` with NVRTC's log if the source does not compile, or if a
-    name expression names no ``__global__`` function.
+    A cache hit loads no NVRTC and reads no header. Raises :class:`CompileError` with NVRTC's
+    log if the source does not compile, or if a name expression names no ``__global__`` function.
     """
     arch = normalize_arch(arch)
-    version = nvrtc_version()
+    ident = _toolchain_id()
+    key = program_key(source, name_expressions, options, std, include_paths, ident)
+    prog = _lookup(key, arch, ident)
+    if prog is not None:
+        return prog
+    version = nvrtc_version()  # loads NVRTC: from here on, key by the library really loaded
+    loaded = toolchain.confirm_loaded(version)
+    if loaded != ident:
+        _LOG.info("trt_kernels: the NVRTC loaded (%s) is not the one predicted (%s); keying the cache by it",
+                  loaded, ident)
+        ident = loaded
+        key = program_key(source, name_expressions, options, std, include_paths, ident)
+        prog = _lookup(key, arch, ident)
+        if prog is not None:
+            return prog
     opts = [f"--gpu-architecture={arch}", f"-std={std}"]
-    opts += [f"-I{d}" for d in include_dirs(include_paths)]
+    opts += [f"-I{d}" for d in toolchain.include_dirs(include_paths)]
     opts += list(options)
-    key = cache_key(source, name_expressions, opts, arch, version)
+    prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
+    path = _entry_path(key, arch)
+    if path is not None:
+        _cache_write(path, prog)
     with _MEMO_LOCK:
-        hit = _MEMO.get(key)
-    if hit is not None:
-        return hit
-    cdir = cache_dir()
-    path = cdir / f"{key}.bin" if cdir is not None else None
-    prog = _cache_read(path, key) if path is not None else None
-    if prog is None:
-        prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label)
-        if path is not None:
-            _cache_write(path, prog)
-    with _MEMO_LOCK:
-        _MEMO.setdefault(key, prog)
-    return prog
+        return _MEMO.setdefault((key, arch), prog)
 
 
 def _nvrtc_output(prog, get_size, get, what: str) -> bytes:
@@ -271,7 +331,7 @@ def _nvrtc_output(prog, get_size, get, what: str) -> bytes:
     return bytes(buf)
 
 
-def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledProgram:
+def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id="") -> CompiledProgram:
     from cuda.bindings import nvrtc
 
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
@@ -303,4 +363,4 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label) -> CompiledPr
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     return CompiledProgram(ptx=ptx.rstrip(b"\x00"), cubin=cubin, lowered=lowered, arch=arch,
-                           nvrtc_version=version, log=log, key=key, from_cache=False)
+                           nvrtc_version=version, log=log, key=key, from_cache=False, toolchain=toolchain_id)

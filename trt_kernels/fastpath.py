@@ -21,14 +21,57 @@ user-provided string reaches it. The function it defines does, in order:
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Dict, List
+import threading
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-from .errors import InputError
+from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
-from .launch import driver
+from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
+
+# ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
+
+
+def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None) -> None:
+    """A launch failed: if the calling thread had another (or no) context current, make the
+    tensor's device current and launch again; otherwise report the driver's error."""
+    cu = driver()
+    if int(err) in RETRY_CONTEXT_ERRORS:
+        ctx_prev = cu.cuCtxGetCurrent()[1]
+        PrimaryContext.make_current(dev)
+        try:
+            if stream is None:
+                stream = torch._C._cuda_getCurrentRawStream(dev)
+            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
+        finally:
+            if ctx_prev is not None and int(ctx_prev) != 0:
+                cu.cuCtxSetCurrent(ctx_prev)
+        if not err2:
+            return
+        err = err2
+    raise LaunchError(
+        f"{kop.op_name}: cuLaunchKernel failed on cuda:{dev} with grid {tuple(grid)}, block {tuple(block)}, "
+        f"shared memory {smem} bytes: {error_text(err)}"
+    )
+
+
+def scalar_error(kop, args, exc) -> InputError:
+    """The clear error for a scalar argument that does not fit its C type."""
+    for i, d in enumerate(kop.spec.inputs):
+        if kop.v.arg_kinds[i] != "scalar":
+            continue
+        val = args[i]
+        try:
+            struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], val)
+        except (struct.error, OverflowError):
+            kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
+            return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")
+    return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
+
+
+# ---------------- code generation ----------------
 
 _PY_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}
 
@@ -76,13 +119,25 @@ def py_source(e: Expr, names: _Names) -> str:
     raise TypeError(f"unresolved expression node {e!r}")
 
 
-def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None) -> Callable[..., Any]:
-    """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
+class Launcher:
+    """The generated body of one (dtype, ranks) launch: source lines and the names they use.
 
-    ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
-    default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
+    Every global the body reads is spelled ``{prefix}name``, so several launchers' bodies can
+    share one namespace (the op's registered function inlines some of them, see
+    :func:`build_dispatcher`).
     """
+
+    def __init__(self, body: List[str], ns: Dict[str, Any], pack, prefix: str):
+        self.body = body
+        self.ns = ns
+        self.pack = pack
+        self.prefix = prefix
+
+
+def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
+                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None, prefix: str = "_") -> Launcher:
+    """The launch code for one (dtype, ranks) of ``kop``: statements over ``a0..aN`` (the op's
+    arguments) that end in ``return``, and the namespace they need."""
     op = kop.op_name
     kinds = kop.v.arg_kinds
     nargs = len(kinds)
@@ -90,6 +145,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
     names = _Names(tpos)
     pack = kop.param_pack(kdt)
+    P = prefix
 
     def too_big(i: int, v: int):
         raise InputError(f"{op}: extras[{i}] ({kop.spec.extras[i]}) = {v} does not fit the kernel's 32-bit int. "
@@ -112,37 +168,34 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     def new_buffer():
         return pack.buffer()
 
-    def relaunch(err, dev, gx, gy, gz, smem, addr):
-        from .torch_op import relaunch as _relaunch
+    def relaunch_(err, dev, gx, gy, gz, smem, addr):
+        relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, addr)
 
-        _relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, addr)
-
-    def scalar_error(args, exc):
-        from .torch_op import scalar_error as _scalar_error
-
-        raise _scalar_error(kop, args, exc) from None
+    def scalar_error_(args, exc):
+        raise scalar_error(kop, args, exc) from None
 
     def unwritten(gx, gy, gz):
         raise InputError(f"{op}: the grid ({gx}, {gy}, {gz}) is empty but an output is not: the kernel would "
                          "leave it unwritten. Fix: make the geometry cover every non-empty output")
 
-    ns: Dict[str, Any] = dict(
-        _too_big=too_big, _bad_grid=bad_grid, _bad_device=bad_device, _no_backward=no_backward,
-        _unwritten=unwritten, _grad_enabled=torch.is_grad_enabled, _new_buffer=new_buffer, _relaunch=relaunch,
-        _scalar_error=scalar_error, _tls=pack._tls, _pack=pack.struct.pack_into,
-        _launch=launch or driver().cuLaunchKernel,
-        _stream=stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
-        _funcs=kernel._functions, _load=kernel.function, _empty=torch.empty, _empty_like=torch.empty_like,
-        _struct_error=(struct.error, OverflowError),
-    )
+    ns: Dict[str, Any] = {
+        f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,
+        f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}grad_enabled": torch.is_grad_enabled,
+        f"{P}new_buffer": new_buffer, f"{P}relaunch": relaunch_, f"{P}scalar_error": scalar_error_,
+        f"{P}tls": pack._tls, f"{P}pack": pack.struct.pack_into,
+        f"{P}launch": launch or driver().cuLaunchKernel,
+        f"{P}stream": stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
+        f"{P}funcs": kernel._functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
+        f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
+    }
     for i, d in enumerate(out_dtypes):
-        ns[f"_odt{i}"] = d
+        ns[f"{P}odt{i}"] = d
     params = ", ".join(f"a{i}" for i in range(nargs))
     body: List[str] = [f"    dev = a{tpos[0]}.get_device()"]
     if kop.backward is None:  # a gradient through this op would be silently missing: refuse
-        body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and _grad_enabled(): _no_backward()")
+        body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and {P}grad_enabled(): {P}no_backward()")
     for t in range(1, len(tpos)):
-        body.append(f"    if a{tpos[t]}.get_device() != dev: _bad_device({t}, a{tpos[0]}, a{tpos[t]})")
+        body.append(f"    if a{tpos[t]}.get_device() != dev: {P}bad_device({t}, a{tpos[0]}, a{tpos[t]})")
     # sizes: extras, grid, shared memory, non-trivial output shapes
     extra_src = [py_source(e, names) for e in plan.extras]
     grid_src = [py_source(e, names) for e in plan.grid]
@@ -151,59 +204,88 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     body += names.lines
     for i, src in enumerate(extra_src):
         body.append(f"    x{i} = {src}")
-        body.append(f"    if x{i} > {INT32_MAX} or x{i} < {-INT32_MAX - 1}: _too_big({i}, x{i})")
+        body.append(f"    if x{i} > {INT32_MAX} or x{i} < {-INT32_MAX - 1}: {P}too_big({i}, x{i})")
     body.append(f"    gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
     over = [f"{g} > {lim}" for g, src, lim in zip(("gx", "gy", "gz"), grid_src, GRID_LIMITS) if not src.isdigit()]
     over += [f"{src} > {lim}" for src, lim in zip(grid_src, GRID_LIMITS) if src.isdigit() and int(src) > lim]
     if over:
-        body.append(f"    if {' or '.join(over)}: _bad_grid(gx, gy, gz)")
+        body.append(f"    if {' or '.join(over)}: {P}bad_grid(gx, gy, gz)")
     for p in tpos:
         body.append(f"    if not a{p}.is_contiguous(): a{p} = a{p}.contiguous()")
     for i, (o, shp) in enumerate(zip(plan.outputs, out_shape_src)):
         if o.like is not None and out_dtypes[i] == in_dtypes[o.like]:
-            body.append(f"    o{i} = _empty_like(a{tpos[o.like]})")
+            body.append(f"    o{i} = {P}empty_like(a{tpos[o.like]})")
         elif o.like is not None:
-            body.append(f"    o{i} = _empty_like(a{tpos[o.like]}, dtype=_odt{i})")
+            body.append(f"    o{i} = {P}empty_like(a{tpos[o.like]}, dtype={P}odt{i})")
         else:
             dims = "".join(f"{s}, " for s in shp)
-            body.append(f"    o{i} = _empty(({dims}), dtype=_odt{i}, device=a{tpos[0]}.device)")
+            body.append(f"    o{i} = {P}empty(({dims}), dtype={P}odt{i}, device=a{tpos[0]}.device)")
     vals = [f"a{p}.data_ptr()" for p in tpos] + [f"a{p}" for p in spos]
     vals += [f"x{i}" for i in range(len(extra_src))] + [f"o{i}.data_ptr()" for i in range(len(plan.outputs))]
     bx, by, bz = plan.block
+    # a grid axis that is a constant (1 for most geometries) needs no emptiness test
+    nonempty = [g for g, src in zip(("gx", "gy", "gz"), grid_src) if not (src.isdigit() and int(src) > 0)]
     body += [
-        "    if gx and gy and gz:",
+        f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
         "        try:",
-        "            b = _tls.b",
+        f"            b = {P}tls.b",
         "        except AttributeError:",
-        "            b = _new_buffer()",
+        f"            b = {P}new_buffer()",
         "        try:",
-        f"            _pack(b[0], 0, {', '.join(vals)})",
-        "        except _struct_error as exc:",
-        f"            _scalar_error(({params},), exc)",
-        "        f = _funcs.get(dev)",
+        f"            {P}pack(b[0], 0, {', '.join(vals)})",
+        f"        except {P}struct_error as exc:",
+        f"            {P}scalar_error(({params},), exc)",
+        f"        f = {P}funcs.get(dev)",
         "        if f is None:",
-        "            f = _load(dev)",
-        f"        smem = {smem_src}",
-        f"        err, = _launch(f, gx, gy, gz, {bx}, {by}, {bz}, smem, _stream(dev), b[1], 0)",
+        f"            f = {P}load(dev)",
+        f"        err, = {P}launch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), b[1], 0)",
         "        if err:",
-        "            _relaunch(err, dev, gx, gy, gz, smem, b[1])",
+        f"            {P}relaunch(err, dev, gx, gy, gz, {smem_src}, b[1])",
     ]
     outs = [f"o{i}" for i in range(len(plan.outputs))]
-    body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", "        _unwritten(gx, gy, gz)"]
+    body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", f"        {P}unwritten(gx, gy, gz)"]
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
-    src = f"def launch({params}):\n" + "\n".join(body) + "\n"
-    code = compile(src, f"<trt_kernels launcher {op} {kdt} ranks={plan.ranks}>", "exec")
+    return Launcher(body, ns, pack, P)
+
+
+def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
+                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None) -> Callable[..., Any]:
+    """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
+
+    ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
+    default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
+    The function has ``.parts`` (its :class:`Launcher`), ``.source`` and ``.pack``.
+    """
+    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream)
+    params = ", ".join(f"a{i}" for i in range(len(kop.v.arg_kinds)))
+    src = f"def launch({params}):\n" + "\n".join(parts.body) + "\n"
+    ns = dict(parts.ns)
+    code = compile(src, f"<trt_kernels launcher {kop.op_name} {kdt} ranks={plan.ranks}>", "exec")
     exec(code, ns)  # noqa: S102 - source built above from our own templates and ints only
     fn = ns["launch"]
     fn.source = src
-    fn.pack = pack
+    fn.pack = parts.pack
+    fn.parts = parts
+    fn.rebuild = lambda prefix: launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch,
+                                               stream=stream, prefix=prefix)
     return fn
 
 
-def build_dispatcher(kop, entries: Dict, new_entry: Callable) -> Callable[..., Any]:
-    """The function registered as the op's CUDA kernel: picks the launcher for the inputs'
-    dtypes and ranks (building it on first use) and calls it. Written with the op's exact
-    arity, so no argument tuple is packed and unpacked on the way."""
+MAX_INLINED = 4  # (dtype, ranks) launchers written into the registered function itself
+
+
+def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = True) -> Callable[..., Any]:
+    """The function registered as the op's CUDA kernel.
+
+    It starts as a lookup: key = the tensor inputs' dtypes and ranks, ``entries[key]`` is the
+    launcher (built by ``new_entry`` on first use). Once a launcher is built, the function's
+    code is regenerated with that launcher's body *inlined* behind a guard on the key (up to
+    :data:`MAX_INLINED` keys), so the common call runs one Python frame: the guard, the checks,
+    the allocation and the launch, with no key tuple, dictionary lookup or second call. The
+    function object registered with torch stays the same; only its ``__code__`` changes, and
+    any key without an inlined body still takes the lookup. Launchers from :func:`build_launcher`
+    carry ``rebuild(prefix)``, which writes their body again under the prefix used here.
+    """
     kinds = kop.v.arg_kinds
     tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
     params = ", ".join(f"a{i}" for i in range(len(kinds)))
@@ -211,16 +293,54 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable) -> Callable[..., A
         key = f"(a{tpos[0]}.dtype, a{tpos[0]}.dim())"
     else:
         key = "(" + ", ".join([f"a{p}.dtype" for p in tpos] + [f"a{p}.dim()" for p in tpos]) + ")"
-    src = (
-        f"def dispatch({params}):\n"
-        f"    key = {key}\n"
-        f"    fn = _get(key)\n"
-        f"    if fn is None:\n"
-        f"        fn = _new(key, ({params},))\n"
-        f"    return fn({params})\n"
-    )
-    ns: Dict[str, Any] = {"_get": entries.get, "_new": new_entry}
-    exec(compile(src, f"<trt_kernels dispatcher {kop.op_name}>", "exec"), ns)  # noqa: S102 - our template
-    fn = ns["dispatch"]
-    fn.source = src
-    return fn
+    lookup = [
+        f"    key = {key}",
+        "    fn = _get(key)",
+        "    if fn is None:",
+        f"        fn = _new(key, ({params},))",
+        "        _specialize(key, fn)",
+        f"    return fn({params})",
+    ]
+    ns: Dict[str, Any] = {"_get": entries.get}
+    inlined: List[Tuple] = []
+    lock = threading.Lock()
+    label = f"<trt_kernels dispatcher {kop.op_name}>"
+
+    def new(key, args):
+        return new_entry(key, args)
+
+    def source() -> str:
+        lines = [f"def dispatch({params}):"]
+        for i, (k, parts) in enumerate(inlined):
+            dts, dims = k[: len(tpos)], k[len(tpos):]
+            guard = [f"a{p}.dtype is _key{i}_{j}" for j, p in enumerate(tpos)]
+            guard += [f"a{p}.dim() == {int(d)}" for p, d in zip(tpos, dims)]
+            for j, dt in enumerate(dts):
+                ns[f"_key{i}_{j}"] = dt
+            lines.append(f"    if {' and '.join(guard)}:")
+            lines += ["    " + ln for ln in parts.body]
+        return "\n".join(lines + lookup) + "\n"
+
+    def specialize(key, fn):
+        rebuild = getattr(fn, "rebuild", None)
+        if not inline or rebuild is None:
+            return
+        with lock:
+            if len(inlined) >= MAX_INLINED or any(k == key for k, _ in inlined):
+                return
+            parts = rebuild(f"_k{len(inlined)}_")
+            ns.update(parts.ns)
+            inlined.append((tuple(key), parts))
+            src = source()
+            exec(compile(src, label, "exec"), ns)  # noqa: S102 - our templates and ints only
+            dispatch.__code__ = ns.pop("dispatch").__code__  # same function object, torch keeps it
+            dispatch.source = src
+
+    ns["_new"] = new
+    ns["_specialize"] = specialize
+    src = source()
+    exec(compile(src, label, "exec"), ns)  # noqa: S102 - our template
+    dispatch = ns.pop("dispatch")
+    dispatch.source = src
+    dispatch.inlined = inlined
+    return dispatch

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import abi as _abi
-from .compile import CompiledProgram, compile_program, default_arch, normalize_arch
+from .compile import CompiledProgram, cached_program, compile_program, default_arch, env_arch, normalize_arch
 from .errors import NoCudaDeviceError, SpecError
 from .launch import LoadedKernel, ParamPack
 from .plan import LaunchPlan, build_plan, tactic_count
@@ -41,6 +41,7 @@ class KernelOp:
     options: Dict[str, Any] = field(default_factory=dict)
     # filled in as the op is used
     library: Any = None
+    cuda_impl: Any = None  # the function registered as the op's CUDA kernel
     trt: Dict[str, Any] = field(default_factory=dict)  # status of the TensorRT side
     _programs: Dict[str, CompiledProgram] = field(default_factory=dict)
     _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
@@ -87,6 +88,10 @@ class KernelOp:
             )
         return normalize_arch(arch)
 
+    def _program_inputs(self) -> Tuple[str, List[str]]:
+        names = [self.name_expression(d) for d in self.dtypes]
+        return _with_headers(self.spec.kernel_source, self.dtypes, self.v), names
+
     def program(self, arch: Optional[str] = None) -> CompiledProgram:
         """NVRTC output (PTX, CUBIN, lowered names) for ``arch``; compiled and ABI-checked once."""
         arch = self.resolve_arch(arch)
@@ -98,8 +103,7 @@ class KernelOp:
             if prog is None:
                 if self.ptx is not None:
                     raise SpecError(f"{self.op_name}: registered from PTX (ptx_op); it has no source to compile")
-                names = [self.name_expression(d) for d in self.dtypes]
-                source = _with_headers(self.spec.kernel_source, self.dtypes, self.v)
+                source, names = self._program_inputs()
                 prog = compile_program(
                     source, names, arch=arch, options=self.spec.compile_options, std=self.spec.compile_std,
                     include_paths=self.spec.include_paths, label=self.op_name,
@@ -107,6 +111,32 @@ class KernelOp:
                 self.check_abi(prog.ptx, {n: prog.lowered[n] for n in names})
                 self._programs[arch] = prog
         return prog
+
+    def prepare(self) -> str:
+        """At declaration: compile (or find in the cache) and check the kernel's parameters.
+
+        The arch comes from ``spec.arch_override`` or ``TRT_KERNELS_ARCH`` (no CUDA query). Without
+        either, a cached build for any arch serves the ABI check (a kernel's parameter list in the
+        PTX does not depend on the arch) and the CUBIN for the device's arch waits for the first
+        launch, so a warm start neither initialises CUDA nor loads NVRTC. Only when nothing is
+        cached is the GPU asked for its arch (and the kernel compiled now, so errors surface here).
+        Returns what was done, for logging.
+        """
+        arch = self.spec.arch_override or env_arch()
+        if arch is None and not torch.cuda.is_initialized():
+            source, names = self._program_inputs()
+            prog = cached_program(source, names, options=self.spec.compile_options, std=self.spec.compile_std,
+                                  include_paths=self.spec.include_paths)
+            if prog is not None:
+                with self._lock:
+                    self.check_abi(prog.ptx, {n: prog.lowered[n] for n in names})
+                    self._programs.setdefault(prog.arch, prog)
+                return f"checked against the cached build for {prog.arch}"
+        arch = arch or default_arch()
+        if arch is None:
+            return "no GPU arch known; compiling at first launch"
+        self.program(arch)
+        return f"compiled for {normalize_arch(arch)}"
 
     def symbol(self, dtype: torch.dtype, arch: Optional[str] = None) -> str:
         """The PTX/CUBIN symbol of the kernel instantiated for ``dtype``."""

@@ -17,9 +17,10 @@ from typing import Any, Dict, List, Sequence, Tuple
 import torch
 
 from . import dtypes as _dt
-from .errors import InputError, LaunchError, NoCudaDeviceError
+from .errors import InputError, NoCudaDeviceError
 from .expr import ShapeEvaluator, evaluate
-from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
+from .fastpath import build_dispatcher, build_launcher, relaunch, scalar_error
+from .launch import driver
 from .plan import LaunchPlan
 from .registry import KernelOp
 
@@ -116,8 +117,6 @@ def make_cuda_impl(kop: KernelOp):
     Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
-    from .fastpath import build_dispatcher, build_launcher
-
     kinds = kop.v.arg_kinds
     tpos = tuple(i for i, k in enumerate(kinds) if k == "tensor")
     entries: Dict[Tuple, Any] = {}
@@ -185,43 +184,6 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         relaunch(kop, kernel, err, dev, grid, plan.block, smem, addr, stream)
 
 
-def relaunch(kop: KernelOp, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None) -> None:
-    """A launch failed: if the calling thread had another (or no) context current, make the
-    tensor's device current and launch again; otherwise report the driver's error."""
-    cu = driver()
-    if int(err) in RETRY_CONTEXT_ERRORS:
-        ctx_prev = cu.cuCtxGetCurrent()[1]
-        PrimaryContext.make_current(dev)
-        try:
-            if stream is None:
-                stream = torch._C._cuda_getCurrentRawStream(dev)
-            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
-        finally:
-            if ctx_prev is not None and int(ctx_prev) != 0:
-                cu.cuCtxSetCurrent(ctx_prev)
-        if not err2:
-            return
-        err = err2
-    raise LaunchError(
-        f"{kop.op_name}: cuLaunchKernel failed on cuda:{dev} with grid {tuple(grid)}, block {tuple(block)}, "
-        f"shared memory {smem} bytes: {error_text(err)}"
-    )
-
-
-def scalar_error(kop: KernelOp, args, exc) -> InputError:
-    """The clear error for a scalar argument that does not fit its C type."""
-    for i, d in enumerate(kop.spec.inputs):
-        if kop.v.arg_kinds[i] != "scalar":
-            continue
-        val = args[i]
-        try:
-            struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], val)
-        except (struct.error, OverflowError):
-            kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
-            return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")
-    return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
-
-
 # ---------------- autograd ----------------
 
 
@@ -266,7 +228,8 @@ def register(kop: KernelOp) -> None:
             torch.library.register_fake(kop.op_name, kop.meta_fn, lib=lib)
         else:
             torch.library.register_fake(kop.op_name, make_fake_impl(kop), lib=lib)
-        lib.impl(kop.name, kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop), "CUDA")
+        kop.cuda_impl = kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop)
+        lib.impl(kop.name, kop.cuda_impl, "CUDA")
         lib.impl(kop.name, make_cpu_impl(kop), "CPU")
         if kop.backward is not None:
             torch.library.register_autograd(kop.op_name, make_backward(kop), setup_context=make_setup_context(kop),

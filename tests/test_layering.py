@@ -1,0 +1,126 @@
+"""The core's modules form a layered graph: no import cycle among trt_kernels modules.
+
+Module-level imports (including ``if`` / ``try`` blocks at module level, excluding imports
+inside functions) are read from the sources with ``ast``, resolved to ``trt_kernels.*``
+module names, and searched for cycles. A cycle means two modules each need the other
+while importing, which breaks as soon as the import order changes; one of them must own
+what both need.
+"""
+
+import ast
+
+from conftest import ROOT
+
+PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.plugins": ROOT / "plugins",
+            "trt_kernels.converters": ROOT / "converters"}
+
+
+def _modules():
+    mods = {}
+    for pkg, folder in PACKAGES.items():
+        for path in sorted(folder.glob("*.py")):
+            name = pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"
+            mods[name] = path
+    return mods
+
+
+def _module_level_imports(tree):
+    """Import nodes executed when the module is imported (not those inside def / class bodies)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []) or []:
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def _targets(name, path, node, known):
+    pkg = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in known]
+    if node.level:
+        base = pkg
+        for _ in range(node.level - 1):
+            base = base.rsplit(".", 1)[0]
+        base = f"{base}.{node.module}" if node.module else base
+    else:
+        base = node.module or ""
+    out = []
+    for a in node.names:  # `from . import registry` names a module; `from .spec import X` the module spec
+        if f"{base}.{a.name}" in known:
+            out.append(f"{base}.{a.name}")
+        elif base in known:
+            out.append(base)
+    return out
+
+
+def import_graph(all_levels=False):
+    mods = _modules()
+    graph = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        deps = set()
+        nodes = ([n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))] if all_levels
+                 else _module_level_imports(tree))
+        for node in nodes:
+            deps.update(t for t in _targets(name, path, node, mods) if t != name)
+        graph[name] = deps
+    return graph
+
+
+def find_cycle(graph):
+    """One import cycle as a list of module names, or None."""
+    state = {}
+
+    def visit(n, path):
+        state[n] = "active"
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == "active":
+                return path[path.index(m):] + [m]
+            if m not in state:
+                found = visit(m, path + [m])
+                if found:
+                    return found
+        state[n] = "done"
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n, [n])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle_among_trt_kernels_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_fastpath_owns_what_torch_op_needs():
+    graph = import_graph()
+    assert "trt_kernels.fastpath" in graph["trt_kernels.torch_op"]
+    assert "trt_kernels.torch_op" not in graph["trt_kernels.fastpath"]
+
+
+def test_the_scan_sees_a_cycle(tmp_path):
+    """The detector itself: a graph with a cycle is reported, one without is not."""
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_function_level_imports_are_not_module_level():
+    tree = ast.parse("import os\ntry:\n    import json\nexcept ImportError:\n    pass\n"
+                     "def f():\n    import sys\n")
+    assert sorted(n.names[0].name for n in _module_level_imports(tree)) == ["json", "os"]
+
+
+def test_no_cycle_through_function_level_imports_either():
+    """Lazy imports inside functions hide a cycle from import order but not from the design:
+    fastpath and torch_op used to import each other that way. With every import counted,
+    the graph is still acyclic."""
+    cycle = find_cycle(import_graph(all_levels=True))
+    assert cycle is None, "import cycle (counting imports inside functions): " + " -> ".join(cycle)

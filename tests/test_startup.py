@@ -1,0 +1,156 @@
+"""Warm start: a process whose kernels are all cached loads no NVRTC, looks up no headers,
+queries no GPU and imports none of sympy / tensorrt / torch_tensorrt while declaring ops;
+and it never uses an entry that another NVRTC built.
+
+Each case runs in a fresh interpreter (what is loaded is per process), declaring the
+seed's seven ops from ``benchmarks/seed_specs.py`` into a private cache directory.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps (Linux)")
+
+CHILD = textwrap.dedent(r"""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import torch
+    import trt_kernels as ttk
+    import seed_specs
+    from trt_kernels import registry, toolchain
+
+    names = seed_specs.declare(ttk)
+    with open("/proc/self/maps") as f:
+        nvrtc = "libnvrtc" in f.read()
+    print("RESULT " + json.dumps({
+        "nvrtc_loaded": nvrtc,
+        "headers": toolchain.headers_resolved(),
+        "cuda_initialized": torch.cuda.is_initialized(),
+        "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
+                                      "trt_kernels.converters") if m in sys.modules),
+        "programs": {n: {a: p.from_cache for a, p in registry.get(n)._programs.items()} for n in names},
+    }))
+""")
+
+
+def run(cache, arch="sm_90", extra=""):
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(cache))
+    env.pop("TRT_KERNELS_CACHE", None)
+    env.pop("TRT_KERNELS_ARCH", None)
+    if arch:
+        env["TRT_KERNELS_ARCH"] = arch
+    r = subprocess.run([sys.executable, "-c", CHILD + extra, str(ROOT / "benchmarks")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def _trt_installed():
+    import importlib.util
+
+    return all(importlib.util.find_spec(n) is not None for n in ("tensorrt", "torch_tensorrt"))
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("warm")
+    cold = run(cache)
+    # the probe itself works: compiling does load NVRTC and look up headers
+    assert cold["nvrtc_loaded"] and cold["headers"]
+    assert all(progs == {"sm_90": False} for progs in cold["programs"].values()), cold["programs"]
+    return cache
+
+
+def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
+    res = run(warm_cache)
+    assert res["nvrtc_loaded"] is False
+    assert res["headers"] is False
+    assert res["cuda_initialized"] is False
+    if _trt_installed():  # the TensorRT side is initialised where both are installed
+        assert "sympy" not in res["modules"], res["modules"]
+    else:  # no sympy, tensorrt, torch_tensorrt, nor our TensorRT side
+        assert res["modules"] == []
+    assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
+
+
+def test_without_an_arch_the_abi_is_checked_against_any_cached_build(warm_cache):
+    """No TRT_KERNELS_ARCH and no GPU: the cached sm_90 build serves the declaration's ABI check."""
+    res = run(warm_cache, arch=None)
+    assert res["nvrtc_loaded"] is False and res["cuda_initialized"] is False
+    assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
+
+
+def test_abi_mismatch_is_still_caught_from_the_cache(warm_cache):
+    """Same source as a cached seed kernel, a spec that disagrees with it: refused at declaration,
+    with nothing compiled (the cached PTX says what the kernel takes)."""
+    extra = textwrap.dedent(r"""
+        try:
+            ttk.cuda_kernel_op("kern_seed_bad::sigmoid", ttk.KernelSpec(
+                kernel_source=seed_specs.CU_SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
+                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[],
+                geometry=ttk.Elementwise(block=(256,))))
+        except ttk.KernelABIError as e:
+            print("ABI " + str(e).splitlines()[0])
+        with open("/proc/self/maps") as f:
+            print("NVRTC_AFTER", "libnvrtc" in f.read())
+    """)
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(warm_cache))
+    env.pop("TRT_KERNELS_ARCH", None)
+    r = subprocess.run([sys.executable, "-c", CHILD + extra, str(ROOT / "benchmarks")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ABI kern_seed_bad::sigmoid: kernel 'my_sigmoid' takes 3 parameters" in r.stdout
+    assert "NVRTC_AFTER False" in r.stdout
+
+
+def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
+    """Entries whose recorded toolchain differs from this process's (a valid checksum, the right
+    path) are recompiled, not returned."""
+    import shutil
+
+    from trt_kernels import compile as comp
+
+    cache = tmp_path / "foreign"
+    shutil.copytree(warm_cache, cache)
+    entries = sorted(cache.glob("*/*.bin"))
+    assert len(entries) == 7
+    for path in entries:
+        blob = path.read_bytes()
+        (hlen,) = comp.struct.unpack_from("<I", blob, len(comp._MAGIC))
+        start = len(comp._MAGIC) + 4
+        header = json.loads(blob[start:start + hlen])
+        header["toolchain"] = "nvidia-cuda-nvrtc==0.0.0@/elsewhere/libnvrtc.so.0:1:1"
+        new = json.dumps(header).encode()
+        path.write_bytes(comp._MAGIC + comp.struct.pack("<I", len(new)) + new + blob[start + hlen:])
+    res = run(cache)
+    assert res["nvrtc_loaded"] is True  # it had to compile
+    assert all(progs == {"sm_90": False} for progs in res["programs"].values()), res["programs"]
+
+
+def test_the_key_depends_on_the_toolchain_identity():
+    from trt_kernels import compile as comp
+
+    a = comp.program_key("src", ["k"], [], "c++17", None, "nvidia-cuda-nvrtc==13.0.88@/x/libnvrtc.so.13:1:2")
+    b = comp.program_key("src", ["k"], [], "c++17", None, "nvidia-cuda-nvrtc==13.0.88@/x/libnvrtc.so.13:1:3")
+    assert a != b
+
+
+def test_identity_is_read_from_disk_without_loading_nvrtc():
+    code = textwrap.dedent(r"""
+        from trt_kernels import toolchain
+        ident = toolchain.identity()
+        with open("/proc/self/maps") as f:
+            loaded = "libnvrtc" in f.read()
+        print(ident is not None and "libnvrtc" in ident, loaded)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "False"]
