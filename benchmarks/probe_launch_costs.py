@@ -130,6 +130,14 @@ def main():
     rows.append(("cuLaunchKernel f, CUstream", bench(launch_obj)))
     rows.append(("cuLaunchKernel CUkernel", bench(launch_kern)))
     rows.append(("cuLaunchKernel tuple params", bench(launch_tuple)))
+    from trt_kernels.launch import raw_launch
+
+    raw, hfunc = raw_launch(), int(func)
+    if raw is not None:
+        def launch_raw():
+            raw(hfunc, grid, 1, 1, 256, 1, 1, 0, stream, params, None)
+
+        rows.append(("cuLaunchKernel C entry point (ctypes)", bench(launch_raw)))
 
     def full(x):
         y = torch.empty_like(x)
