@@ -154,7 +154,7 @@ def triton_kernel_op(
     extras, outputs; a tensor ``x`` may be named ``x`` or ``x_ptr``). ``grid``: 1 to 3 size
     expressions, or ``grid(meta)`` returning them (``meta`` holds the config's constexprs and
     ``num_warps``); the block is ``num_warps * 32``. ``constexprs``: values of the kernel's
-    ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig`\ s for TensorRT to time
+    ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig` objects for TensorRT to time
     (eager uses the first config). ``dtypes``: one kernel is compiled per dtype (the ``T`` of the
     tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
     ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
