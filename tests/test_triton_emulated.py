@@ -186,3 +186,12 @@ def test_save_and_reload_in_a_fresh_process_without_trt_kernels_or_triton(tt, na
                        cwd=pathlib.Path(path).parent)
     assert r.returncode == 0, r.stdout + r.stderr[-4000:]
     assert "without trt_kernels and triton: OK" in r.stdout
+
+
+def test_example_runs_its_tensorrt_half_over_the_emulator(tt):
+    root = pathlib.Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "examples" / "triton_kernel_op.py")], capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr[-4000:]
+    assert "[TensorRT] Triton + CUDA C++ ops compiled and run: True" in r.stdout, r.stdout
+    assert "libnvinfer emulated)" in r.stdout and r.stdout.count("match torch: True") == 3, r.stdout
