@@ -46,7 +46,8 @@ def names(tt):
     tk.declare_scale(n["scale"])
     tk.declare_rmsnorm(n["rms"])
     tk.declare_add_mul(n["am"])
-    tk.declare_tma_copy(n["tma"])
+    if torch.cuda.get_device_capability()[0] >= 9:  # device-side tensor descriptors need sm_90+
+        tk.declare_tma_copy(n["tma"])
     ttk.cuda_kernel_op(n["sig"], ttk.KernelSpec(
         kernel_source=SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
         outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
@@ -155,7 +156,9 @@ def test_scratch_kernel_runs_as_a_jit_layer(tt, names):
 
 
 RELOAD = textwrap.dedent("""
-    import sys, torch
+    import sys
+    sys.modules["triton"] = None  # this process cannot import triton: the engine must not need it
+    import torch
     m = torch.load(sys.argv[1], weights_only=False)
     x, w = torch.load(sys.argv[2]).cuda(), torch.load(sys.argv[3]).cuda()
     import tensorrt
@@ -165,7 +168,7 @@ RELOAD = textwrap.dedent("""
         s, p = m(x, w)
         torch.testing.assert_close(s, z + x, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(p, z * x, atol=1e-4, rtol=1e-4)
-    bad = sorted(k for k in sys.modules if k.startswith(("trt_kernels", "triton")))
+    bad = sorted(k for k in sys.modules if k.startswith("trt_kernels"))
     assert not bad, bad
     print("fresh process:", tensorrt.__emulated__, "- without trt_kernels and triton: OK")
 """)

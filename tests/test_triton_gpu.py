@@ -27,8 +27,10 @@ def ops():
     tk.declare_rmsnorm(names["rms"])
     tk.declare_rmsnorm(names["rms_wide"], block_d=2048, num_warps=8)
     tk.declare_add_mul(names["am"])
-    tk.declare_tma_copy(names["tma"])
-    return {k: _op(v) for k, v in names.items()}, names
+    if torch.cuda.get_device_capability()[0] >= 9:  # device-side tensor descriptors need sm_90+
+        tk.declare_tma_copy(names["tma"])
+    sm90 = torch.cuda.get_device_capability()[0] >= 9
+    return {k: _op(v) for k, v in names.items() if k != "tma" or sm90}, names
 
 
 def _op(name):

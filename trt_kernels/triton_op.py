@@ -30,8 +30,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from . import abi as _abi
-from .compile import default_arch, normalize_arch
-from .errors import InputError, KernelABIError, LaunchError, NoCudaDeviceError, PtxVersionError, SpecError
+from .errors import InputError, KernelABIError, NoCudaDeviceError, PtxVersionError, SpecError
 from .expr import Const, Expr, ShapeEvaluator, evaluate
 from .launch import LoadedKernel, ParamPack, check, driver, ensure_driver, driver_version, PrimaryContext
 from .plan import INT32_MAX, LaunchPlan, build_plan

@@ -53,15 +53,13 @@ SCALAR_TYPES = {float: "fp32", int: "i32", bool: "i1"}
 def require_triton(what: str = "triton_kernel_op"):
     """``import triton`` or raise an ImportError that names the extra to install."""
     try:
-        import triton  # noqa: F401
-        from triton.backends.compiler import GPUTarget  # noqa: F401
+        import triton
+        import triton.backends.compiler  # noqa: F401 - GPUTarget, used to compile without a GPU
     except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
         raise ImportError(
             f"{what} needs Triton, which does not import here ({type(e).__name__}: {e}). "
             f"Fix: pip install '{EXTRA}' (Triton 3.x); CUDA C++ ops (cuda_kernel_op) do not need it"
         ) from e
-    import triton
-
     return triton
 
 
