@@ -55,6 +55,10 @@ class PluginBuilder:
         self.tensor_names = list(v.tensor_names)
         self.scalar_decls = list(v.scalar_decls)
         self.has_aot = kop.aot_fn is not None or (kop.has_plan_geometry and kop.has_plan_outputs)
+        # a kernel whose AOT launch is not defined (a Triton kernel that needs a scratch buffer) says why
+        self.no_aot_reason = getattr(kop, "aot_unavailable", None) if self.has_aot else None
+        if self.no_aot_reason:
+            self.has_aot = False
         if kop.has_plan_outputs:
             self.n_out = len(kop.spec.outputs)
         else:
@@ -147,15 +151,19 @@ class PluginBuilder:
             kdt = self._kernel_dtype(inputs)
             kop = self.kop
             arch = kop.resolve_arch()
-            symbol = kop.symbol(kdt, arch)
-            ptx = kop.ptx if kop.ptx is not None else kop.program(arch).ptx
-            if kop.ptx is None:
-                check_ptx_for_driver(kop.op_name, kop.program(arch).nvrtc_version, driver_version(),
-                                     kop.program(arch).ptx_isa)
+            tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
+            aot_kernel = getattr(kop, "aot_kernel", None)  # Triton: one PTX per (dtype, tactic), checked there
+            if aot_kernel is not None:
+                symbol, ptx = aot_kernel(kdt, tactic, arch)
+            else:
+                symbol = kop.symbol(kdt, arch)
+                ptx = kop.ptx if kop.ptx is not None else kop.program(arch).ptx
+                if kop.ptx is None:
+                    check_ptx_for_driver(kop.op_name, kop.program(arch).nvrtc_version, driver_version(),
+                                         kop.program(arch).ptx_isa)
             if kop.aot_fn is not None:
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
-            tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
             plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic)
             ev = TrtEvaluator(trtp, inputs)
             launch = trtp.KernelLaunchParams()
@@ -199,7 +207,11 @@ class PluginBuilder:
             for kind in kop.v.arg_kinds:
                 args.append(torch.as_tensor(a[next(ti)], device="cuda") if kind == "tensor" else a[next(si).name])
             outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
-            launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
+            own = getattr(kop, "launch_into", None)  # Triton: the kernel differs per tactic
+            if own is not None:
+                own(args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
+            else:
+                launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)
 
@@ -235,6 +247,7 @@ def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
     trtp.impl(kop.op_name)(b.impl())
     if b.has_aot:
         trtp.aot_impl(kop.op_name)(b.aot_impl())
-    return {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else "JIT (Python at run time)",
+    jit = "JIT (Python at run time)" + (f": {b.no_aot_reason}" if b.no_aot_reason else "")
+    return {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else jit,
             "aot": "yes" if b.has_aot else "no"}
 

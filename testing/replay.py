@@ -121,7 +121,9 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
 
         eager = [torch.empty_like(o) for o in outs]
         eager_args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
-        launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
+        own = getattr(kop, "launch_into", None)  # Triton ops: the kernel differs per tactic
+        (own or (lambda *a, **k: launch_into(kop, *a, **k)))(
+            eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,

@@ -23,7 +23,8 @@ from conftest import ROOT
 
 SCANNED = ("examples", "benchmarks", "tests")
 #: top-level modules that come only with an optional extra: (distribution, extra)
-OPTIONAL = {"tensorrt": ("tensorrt", "tensorrt"), "torch_tensorrt": ("torch-tensorrt", "tensorrt")}
+OPTIONAL = {"tensorrt": ("tensorrt", "tensorrt"), "torch_tensorrt": ("torch-tensorrt", "tensorrt"),
+            "triton": ("triton", "triton")}
 GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 

@@ -6,7 +6,7 @@ quickly-deployable plugin whose ahead-of-time impl embeds the same
 NVRTC-compiled PTX, and a Torch-TensorRT converter.
 """
 
-from .api import cuda_kernel_op, ptx_op, unregister
+from .api import cuda_kernel_op, ptx_op, triton_kernel_op, unregister
 from .errors import (
     CompileError,
     InputError,
@@ -31,9 +31,18 @@ from .spec import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    if name == "TritonConfig":  # the module imports without triton; triton is imported when an op is declared
+        from .triton_op import TritonConfig
+
+        return TritonConfig
+    raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")
+
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
     "ReduceDims", "Reduction", "SameAs", "ScalarInput", "cuda_kernel_op", "ptx_op", "unregister",
+    "triton_kernel_op", "TritonConfig",
     "cdiv", "maximum", "minimum",
     "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
     "PtxVersionError", "SpecError",

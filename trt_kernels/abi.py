@@ -57,8 +57,12 @@ def expected_params(spec: KernelSpec, v: Validated, dtype: torch.dtype) -> List[
 
 
 _ENTRY_ANY = re.compile(r"\.entry\s+(?P<name>[\w$%.]+)\s*\((?P<params>[^)]*)\)")
+# ``.param .u64 k_param_0``, ``.param .align 2 .b8 k_param_2[2]``, and pointer qualifiers as LLVM's
+# NVPTX back end (Triton) writes them: ``.param .u64 .ptr .global .align 1 k_param_0``
 _PARAM = re.compile(
-    r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>[a-z]+)(?P<bits>\d+)\s+[\w$]+(?:\[(?P<count>\d+)\])?"
+    r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>[a-z]+)(?P<bits>\d+)"
+    r"(?:\s+\.ptr(?:\s+\.(?:global|shared|const|local))?(?:\s+\.align\s+\d+)?)?"
+    r"\s+[\w$]+(?:\[(?P<count>\d+)\])?"
 )
 
 

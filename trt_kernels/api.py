@@ -1,4 +1,5 @@
-"""Public entry points: :func:`cuda_kernel_op` (CUDA C++ source) and :func:`ptx_op` (PTX)."""
+"""Public entry points: :func:`cuda_kernel_op` (CUDA C++ source), :func:`triton_kernel_op` (a
+``@triton.jit`` function) and :func:`ptx_op` (PTX)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,60 @@ def ptx_op(
                      capability_validator=capability_validator),
     )
     kop.check_abi(kop.ptx, {kernel_name: kernel_name})
+    return _register(kop, schema)
+
+
+def triton_kernel_op(
+    op_name: str,
+    kernel: Any,
+    *,
+    inputs: Sequence[Union[InputDecl, ScalarInput]],
+    outputs: Sequence[OutputDecl],
+    grid: Any,
+    extras: Sequence[Any] = (),
+    constexprs: Optional[dict] = None,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    tactics: Sequence[Any] = (),
+    dtypes: Optional[Sequence[torch.dtype]] = None,
+    arch_override: Optional[str] = None,
+    compile_options: Optional[dict] = None,
+    schema: Optional[str] = None,
+    backward: Optional[Callable[..., Any]] = None,
+    setup_context: Optional[Callable[..., Any]] = None,
+    supports_dynamic_shapes: bool = True,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare a ``@triton.jit`` kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
+    plugin with a Torch-TensorRT converter): :func:`cuda_kernel_op` with Triton as the source.
+
+    ``inputs``/``outputs``/``extras`` are the :class:`KernelSpec` vocabulary; the kernel's
+    non-constexpr parameters follow the same calling convention (tensor inputs, scalar inputs,
+    extras, outputs; a tensor ``x`` may be named ``x`` or ``x_ptr``). ``grid``: 1 to 3 size
+    expressions, or ``grid(meta)`` returning them (``meta`` holds the config's constexprs and
+    ``num_warps``); the block is ``num_warps * 32``. ``constexprs``: values of the kernel's
+    ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig` objects for TensorRT to time
+    (eager uses the first config). ``dtypes``: one kernel is compiled per dtype (the ``T`` of the
+    tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
+    ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
+    """
+    from .triton_op import declare
+
+    kop = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras, constexprs=constexprs,
+                  num_warps=num_warps, num_stages=num_stages, tactics=tactics, dtypes=dtypes,
+                  arch_override=arch_override, compile_options=compile_options, backward=backward,
+                  setup_context=setup_context, supports_dynamic_shapes=supports_dynamic_shapes,
+                  options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                               capability_validator=capability_validator))
+    arch = arch_override or default_arch()
+    if arch is not None:
+        prog = kop.program(arch)  # compile errors and ABI mismatches surface at registration
+        if any(k.needs_scratch for (d, t), k in prog.kernels.items() if t == 1):
+            kop.eager_fn = kop.eager_with_scratch  # the fast path passes NULL scratch pointers
+    else:
+        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
     return _register(kop, schema)
 
 

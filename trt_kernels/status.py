@@ -36,6 +36,9 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
             "plugin": kop.trt.get("plugin", "not registered: " + trt.get("reason", "TensorRT side not initialised")),
             "converter": kop.trt.get("converter", "not registered"),
         }
+        extra = getattr(kop, "status_fields", None)  # e.g. a Triton op's source, configs and AOT decision
+        if extra is not None:
+            row.update(extra())
         rows.append(row)
     return rows
 
@@ -50,6 +53,7 @@ def format_status() -> str:
         lines.append("no ops registered")
     for r in rows:
         lines.append(f"{r['op']}{r['schema']}")
-        for k in ("torch_op", "fake", "eager", "compiled_for", "dtypes", "plugin", "converter"):
+        for k in ("torch_op", "fake", "eager", "compiled_for", "dtypes", "plugin", "converter") + (
+                ("source",) if "source" in r else ()):
             lines.append(f"    {k:13s} {r[k]}")
     return "\n".join(lines)

@@ -1,0 +1,295 @@
+"""Triton as a kernel source, CPU tier: declaration checks, PTX/CUBIN for sm_90 without a GPU, the
+disk cache keyed by Triton's own hash, the ABI with Triton's hidden parameters, plans, fake/export,
+and the TensorRT plugin through NVIDIA's tensorrt.plugin layer (stand-in)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]'); "
+                             "the Triton tests need it")
+
+import trt_kernels as ttk  # noqa: E402
+from trt_kernels import abi, registry  # noqa: E402
+from trt_kernels import triton_source as ts  # noqa: E402
+from trt_kernels.expr import SizesEvaluator, evaluate  # noqa: E402
+from kernels import unique  # noqa: E402
+import triton_kernels as tk  # noqa: E402
+
+import triton.language as tl  # noqa: E402
+
+ARCH = "sm_90"
+
+
+def kop_of(name):
+    return registry.get(name)
+
+
+@pytest.fixture(scope="module")
+def scale():
+    name = unique("tri_cpu")
+    tk.declare_scale(name, arch=ARCH)
+    return kop_of(name)
+
+
+def test_compiles_for_sm90_without_a_gpu(scale):
+    prog = scale.program(ARCH)
+    assert len(prog.kernels) == 3 * 3  # dtypes x configs
+    for (dt, t), k in prog.kernels.items():
+        assert k.name == "scale_shift_kernel" and k.cubin[:4] == b"\x7fELF"
+        assert b".entry scale_shift_kernel(" in k.ptx and b".target sm_90" in k.ptx
+        assert k.num_warps == scale.configs[t - 1].num_warps and k.ptx_isa is not None
+    assert prog.n_hidden == 2 and prog.aot_reason is None
+
+
+def test_entry_has_hidden_params_and_aot_ptx_has_exactly_the_abi(scale):
+    prog = scale.program(ARCH)
+    k = prog.kernels[(torch.float16, 1)]
+    full = abi.ptx_params(k.ptx, k.name)
+    assert [t for t, _ in full] == ["u64", "f32", "u32", "u64", "u64", "u64"]  # x, alpha, n, y, 2 hidden
+    aot = abi.ptx_params(prog.aot_ptx[(torch.float16, 1)], k.name)
+    assert aot == full[:4]
+    assert b".reqntid 128" in prog.aot_ptx[(torch.float16, 1)]
+    # nothing but the parameter list changed
+    a, b = k.ptx.decode(), prog.aot_ptx[(torch.float16, 1)].decode()
+    assert a.split(")", 1)[1] == b.split(")", 1)[1]
+
+
+def test_ptx_params_reads_pointer_qualifiers():
+    ptx = b""".visible .entry k(
+        .param .u64 .ptr .global .align 1 k_param_0,
+        .param .align 2 .b8 k_param_1[2],
+        .param .u8 k_param_2,
+        .param .u64 .ptr .global .align 16 k_param_3
+    )"""
+    assert abi.ptx_params(ptx, "k") == [("u64", 8), ("b8[2]", 2), ("u8", 1), ("u64", 8)]
+
+
+def test_cache_is_keyed_by_tritons_own_hash_and_survives_a_fresh_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
+    sig = {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32", "y_ptr": "*fp32", "BLOCK": "constexpr"}
+    ts._MEMO.clear()
+    a = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
+    assert not a.from_cache
+    direct = triton.compile(triton.compiler.ASTSource(fn=tk.scale_shift_kernel, signature=sig, constexprs={"BLOCK": 128}),
+                            target=ts._target(ARCH), options={"num_warps": 4})
+    assert a.hash == direct.hash  # Triton's own key
+    files = list((tmp_path / "triton").glob("*.bin"))
+    assert [f.name for f in files] == [f"{a.hash}.bin"]
+    ts._MEMO.clear()  # as a fresh process sees it
+    b = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
+    assert b.from_cache and (b.ptx, b.cubin, b.name, b.shared) == (a.ptx, a.cubin, a.name, a.shared)
+    # a corrupt entry is recompiled, never trusted
+    files[0].write_bytes(files[0].read_bytes()[:-10])
+    ts._MEMO.clear()
+    c = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
+    assert not c.from_cache and c.ptx == a.ptx
+
+
+def test_cache_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_CACHE", "0")
+    assert ts.cache_root() is None
+
+
+def test_plan_per_tactic(scale):
+    for t, (block, nw) in enumerate([(1024, 4), (256, 2), (4096, 8)], start=1):
+        p = scale.plan((2,), t)
+        ev = SizesEvaluator([(33, 47)])
+        assert [evaluate(e, ev) for e in p.grid] == [-(-33 * 47 // block), 1, 1]
+        assert p.block == (nw * 32, 1, 1) and p.tactic == t
+        assert [evaluate(e, ev) for e in p.extras] == [33 * 47]
+    assert scale.tactics == 3
+
+
+def test_fake_and_export_with_dynamic_batch():
+    name = unique("tri_cpu")
+    op = tk.declare_rmsnorm(name, arch=ARCH)
+
+    class M(torch.nn.Module):
+        def forward(self, x, w):
+            return op(x, w, 1e-6)
+
+    x = torch.randn(8, 64, device="meta")
+    w = torch.randn(64, device="meta")
+    b = torch.export.Dim("b", min=1, max=1024)
+    ep = torch.export.export(M(), (x, w), dynamic_shapes=({0: b}, None))
+    assert any(name.replace("::", ".") in str(n.target) for n in ep.graph.nodes)
+    y = op(torch.empty(5, 64, device="meta", dtype=torch.bfloat16), torch.empty(64, device="meta", dtype=torch.bfloat16), 1e-6)
+    assert y.shape == (5, 64) and y.dtype == torch.bfloat16
+    ap = tk.declare_add_mul(unique("tri_cpu"), arch=ARCH)
+    s, p = ap(torch.empty(3, 7, device="meta"), torch.empty(3, 7, device="meta"))
+    assert s.shape == p.shape == (3, 7)
+
+
+def test_scratch_kernel_is_jit_only_with_the_reason():
+    name = unique("tri_cpu")
+    tk.declare_tma_copy(name, arch=ARCH)
+    kop = kop_of(name)
+    k = kop.kernel(torch.float32, 1, ARCH)
+    assert k.global_scratch_size > 0 and k.needs_scratch
+    stripped, why = ts.strip_hidden_params(k.ptx, k.name, 4)
+    assert stripped is None and "hidden parameter" in why
+    assert "scratch buffer" in kop.aot_unavailable and "JIT" in kop.aot_unavailable
+    assert kop.eager_fn is not None  # eager allocates the buffer (the fast path would pass NULL)
+    from trt_kernels.status import status
+
+    row = [r for r in status() if r["op"] == name][0]
+    assert "scratch" in row["source"] and "scratch" in row["eager"]
+
+
+# ---------------- declaration errors ----------------
+
+
+@triton.jit
+def _wrong_order(n, x_ptr, y_ptr, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def _two_constexprs(x_ptr, n, y_ptr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+    pass
+
+
+def _decl(fn, **kw):
+    args = dict(inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                extras=[ttk.Numel("x")], grid=(ttk.cdiv(ttk.Numel("x"), 256),), constexprs={"BLOCK": 256},
+                arch_override=ARCH)
+    args.update(kw)
+    return ttk.triton_kernel_op(unique("tri_err"), fn, **args)
+
+
+def test_parameter_order_is_checked_against_the_signature():
+    with pytest.raises(ttk.SpecError, match=r"parameter 0 is 'n' where the calling convention puts tensor input 'x'.*"
+                                            r"\(x, <extras\[0\]"):
+        _decl(_wrong_order)
+
+
+def test_parameter_count_is_checked():
+    with pytest.raises(ttk.SpecError, match=r"has 3 non-constexpr parameters \(x_ptr, n, y_ptr\) but the declaration implies 4"):
+        _decl(_two_constexprs, extras=[ttk.Numel("x"), ttk.Numel("x")], constexprs={"BLOCK": 1, "UNROLL": 1})
+
+
+def test_missing_and_unknown_constexprs():
+    with pytest.raises(ttk.SpecError, match=r"no value for the constexpr parameter\(s\) \['UNROLL'\]"):
+        _decl(_two_constexprs)
+    with pytest.raises(ttk.SpecError, match=r"\['BLOK'\] name no tl.constexpr parameter"):
+        _decl(_two_constexprs, constexprs={"BLOCK": 1, "UNROLL": 2, "BLOK": 3})
+    with pytest.raises(ttk.SpecError, match=r"tactics\[0\]\.constexprs: \['X'\]"):
+        _decl(_two_constexprs, constexprs={"BLOCK": 1, "UNROLL": 2}, tactics=[ttk.TritonConfig({"X": 1})])
+
+
+def test_grid_reading_an_unknown_constexpr():
+    with pytest.raises(ttk.SpecError, match=r"grid\(meta\) read 'BLK'"):
+        _decl(tk.scale_shift_kernel, inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", float)],
+              grid=lambda m: (ttk.cdiv(ttk.Numel("x"), m["BLK"]),))
+
+
+def test_not_a_jit_function_and_bad_warps():
+    with pytest.raises(ttk.SpecError, match="expected a @triton.jit function"):
+        _decl(lambda x: x)
+    auto = triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])(tk.scale_shift_kernel)
+    with pytest.raises(ttk.SpecError, match=r"autotune.*tactics="):
+        _decl(auto)
+    with pytest.raises(ttk.SpecError, match="num_warps=3"):
+        _decl(tk.scale_shift_kernel, num_warps=3)
+
+
+def test_int_scalar_is_a_32bit_parameter():
+    @triton.jit
+    def k(x_ptr, alpha, n, y_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * alpha, mask=offs < n)
+
+    name = unique("tri_err")
+    ttk.triton_kernel_op(name, k, inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", int)],
+                         outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+                         grid=(ttk.cdiv(ttk.Numel("x"), 256),), constexprs={"BLOCK": 256}, arch_override=ARCH)
+    ptx = kop_of(name).program(ARCH).aot_ptx[(torch.float32, 1)]
+    assert [t for t, _ in abi.ptx_params(ptx, "k")] == ["u64", "u32", "u32", "u64"]
+
+
+# ---------------- TensorRT plugin through NVIDIA's tensorrt.plugin layer ----------------
+
+
+@pytest.fixture
+def env(monkeypatch):
+    from trt_kernels.testing import standin
+
+    reason = standin.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"NVIDIA tensorrt.plugin sources unavailable: {reason}")
+    monkeypatch.setenv("TRT_KERNELS_ARCH", ARCH)
+    yield from standin.standin_fixture()
+
+
+def _build(env, kop, shapes, dtype="FP32", attrs=None, **kw):
+    from trt_kernels.plugins.qdp import register_plugin
+
+    if not hasattr(getattr(env.trtp.op, kop.namespace, None), kop.name):
+        register_plugin(kop, env.trt, env.trtp)
+    return env.build(kop.op_name, inputs=[(dtype, s) for s in shapes], attrs=attrs or {}, **kw)
+
+
+@pytest.mark.parametrize("tactic", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["FP32", "FP16", "BF16"])
+def test_aot_impl_embeds_the_stripped_ptx_of_the_tactic(env, scale, tactic, dtype):
+    from trt_kernels.plugins.qdp import float_bits
+
+    res = _build(env, scale, [(33, 47)], dtype=dtype, attrs={"alpha": -1.5}, aot=True, tactic=tactic)
+    tdt = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[dtype]
+    assert res.is_aot and res.tactic == tactic
+    name = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
+    assert name == "scale_shift_kernel"
+    assert res.ptx == scale.program(ARCH).aot_ptx[(tdt, tactic)]
+    block = (1024, 256, 4096)[tactic - 1]
+    assert res.grid == (-(-33 * 47 // block), 1, 1) and res.block == (scale.configs[tactic - 1].num_warps * 32, 1, 1)
+    assert res.extra_arg_values == [float_bits(-1.5), 33 * 47]
+    assert res.tactics == [1, 2, 3]
+
+
+def test_two_output_and_rmsnorm_plugins(env):
+    ap = kop_of(unique_decl(tk.declare_add_mul))
+    res = _build(env, ap, [(5, 9), (5, 9)], aot=True)
+    assert res.is_aot and res.output_shapes == [(5, 9), (5, 9)] and res.extra_arg_values == [45]
+    rn = kop_of(unique_decl(tk.declare_rmsnorm))
+    res = _build(env, rn, [(6, 300), (300,)], dtype="FP16", attrs={"eps": 1e-5}, aot=True)
+    assert res.is_aot and res.grid == (6, 1, 1) and res.block == (128, 1, 1)
+
+
+def test_scratch_kernel_registers_jit_only(env):
+    from trt_kernels.plugins.qdp import register_plugin
+
+    kop = kop_of(unique_decl(tk.declare_tma_copy))
+    info = register_plugin(kop, env.trt, env.trtp)
+    assert info["aot"] == "no" and "scratch buffer" in info["plugin"]
+
+
+def unique_decl(declare):
+    name = unique("tri_cpu")
+    declare(name, arch=ARCH)
+    return name
+
+
+# ---------------- without triton ----------------
+
+
+def test_without_triton_the_cuda_path_works_and_the_error_names_the_extra():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["triton"] = None  # as if triton were not installed
+        import trt_kernels as ttk
+        from kernels import sigmoid_spec
+        ttk.cuda_kernel_op("nt::sig", sigmoid_spec(arch_override="sm_90"))
+        try:
+            ttk.triton_kernel_op("nt::t", object(), inputs=[ttk.InputDecl("x")], outputs=[], grid=(1,))
+        except ImportError as e:
+            print("ERR", e)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ERR triton_kernel_op needs Triton" in r.stdout and "pip install 'trt-kernels[triton]'" in r.stdout
