@@ -159,6 +159,7 @@ def triton_kernel_op(
     tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
     ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
+    from .compile import default_arch
     from .triton_op import declare
 
     kop = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras, constexprs=constexprs,

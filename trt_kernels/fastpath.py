@@ -28,7 +28,7 @@ import torch
 
 from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
-from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text, raw_launch
+from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
@@ -168,9 +168,6 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     def new_buffer():
         return pack.buffer()
 
-    # the driver's C entry point where it can be had (tests pass their own ``launch`` recorders)
-    raw = raw_launch() if launch is None and torch.cuda.is_available() else None
-
     def relaunch_(err, dev, gx, gy, gz, smem, addr):
         relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, addr)
 
@@ -186,10 +183,9 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}grad_enabled": torch.is_grad_enabled,
         f"{P}new_buffer": new_buffer, f"{P}relaunch": relaunch_, f"{P}scalar_error": scalar_error_,
         f"{P}tls": pack._tls, f"{P}pack": pack.struct.pack_into,
-        f"{P}launch": launch or raw or driver().cuLaunchKernel,
+        f"{P}launch": launch or driver().cuLaunchKernel,
         f"{P}stream": stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
-        f"{P}funcs": kernel._handles if raw is not None else kernel._functions,
-        f"{P}load": kernel.handle if raw is not None else kernel.function, f"{P}empty": torch.empty,
+        f"{P}funcs": kernel._functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
     }
     for i, d in enumerate(out_dtypes):
@@ -242,9 +238,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"        f = {P}funcs.get(dev)",
         "        if f is None:",
         f"            f = {P}load(dev)",
-        (f"        err = {P}launch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), b[1], None)"
-         if raw is not None else
-         f"        err, = {P}launch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), b[1], 0)"),
+        f"        err, = {P}launch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), b[1], 0)",
         "        if err:",
         f"            {P}relaunch(err, dev, gx, gy, gz, {smem_src}, b[1])",
     ]

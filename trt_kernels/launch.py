@@ -107,38 +107,8 @@ class PrimaryContext:
         check(driver().cuCtxSetCurrent(cls.get(device)), f"cuCtxSetCurrent(device {device})")
 
 
-_RAW_LAUNCH: list = []
-
-
-def raw_launch():
-    """The driver's own ``cuLaunchKernel`` entry point as a ctypes function, or ``None``.
-
-    Taken from the driver with ``cuGetProcAddress`` (through cuda.bindings), so it is the same
-    function that ``cuda.bindings.driver.cuLaunchKernel`` ends in, called with plain ints:
-    ``(CUfunction handle, gx, gy, gz, bx, by, bz, shared bytes, CUstream handle, void** params,
-    NULL) -> CUresult``. It skips the per-call argument conversion of the Python binding, which
-    ``benchmarks/probe_launch_costs.py`` measures as the largest piece of our per-call cost.
-    Callers range-check every argument before the call (ctypes' ``c_uint`` would wrap)."""
-    if _RAW_LAUNCH:
-        return _RAW_LAUNCH[0]
-    fn = None
-    try:
-        cu = driver()
-        ensure_driver()
-        res = cu.cuGetProcAddress(b"cuLaunchKernel", 12000, cu.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT)
-        if int(res[0]) == 0 and int(res[1]):
-            u, v = ctypes.c_uint, ctypes.c_void_p
-            proto = ctypes.CFUNCTYPE(ctypes.c_int, v, u, u, u, u, u, u, u, v, v, v)
-            fn = proto(int(res[1]))
-    except Exception:  # noqa: BLE001 - older bindings or driver: the Python binding is used instead
-        fn = None
-    _RAW_LAUNCH.append(fn)
-    return fn
-
-
 class LoadedKernel:
-    """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device and
-    ``handle(device)`` the same function as an int (for :func:`raw_launch`)."""
+    """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device."""
 
     def __init__(self, image: bytes, symbol: str, label: str):
         self.image = image
@@ -147,7 +117,6 @@ class LoadedKernel:
         self._library = None
         self._kernel = None
         self._functions: Dict[int, object] = {}
-        self._handles: Dict[int, int] = {}
         self._lock = threading.Lock()
 
     def function(self, device: int):
@@ -155,12 +124,6 @@ class LoadedKernel:
         if f is None:
             f = self._load(device)
         return f
-
-    def handle(self, device: int) -> int:
-        h = self._handles.get(device)
-        if h is None:
-            h = self._handles.setdefault(device, int(self.function(device)))
-        return h
 
     def _load(self, device: int):
         with self._lock:
