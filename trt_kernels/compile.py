@@ -145,6 +145,14 @@ def cache_dir() -> Optional[Path]:
     return Path(base) / "trt_kernels"
 
 
+def cache_entry_path(key: str) -> Optional[Path]:
+    """Where the disk cache keeps the entry for ``key`` (a :attr:`CompiledProgram.key`); None when
+    the cache is disabled. For reports (``trt-kernels inspect`` / ``compile``): the file exists once
+    the program has been compiled or read through :func:`compile_program`."""
+    d = cache_dir()
+    return d / f"{key}.bin" if d is not None else None
+
+
 def cache_key(source: str, names: Sequence[str], options: Sequence[str], arch: str, version: Tuple[int, int]) -> str:
     payload = json.dumps(
         {"format": _FORMAT, "source": source, "names": list(names), "options": list(options),
