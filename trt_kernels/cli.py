@@ -1,4 +1,4 @@
-"""``trt-kernels``: environment report, op status, cache maintenance."""
+"""``trt-kernels``: environment report, op status, cache maintenance, inspect, compile, doctor, selftest."""
 
 from __future__ import annotations
 
@@ -77,6 +77,39 @@ def _cache(action: str) -> int:
     return 0
 
 
+def _add_commands(sub) -> None:
+    """inspect, compile, doctor, selftest: each lives in its own module, imported when run."""
+    ins = sub.add_parser("inspect", help="what the package derived for each op a module declares (no GPU needed)")
+    ins.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
+    ins.add_argument("--op", metavar="NS::NAME", help="only this op")
+    ins.add_argument("--arch", help="compile for this arch to read the PTX (default: the GPU, TRT_KERNELS_ARCH, sm_90)")
+    ins.add_argument("--rank", action="append", default=[], metavar="NAME=N",
+                     help="rank of a tensor input for the launch plan (default: InputDecl(ndim=) or 2)")
+    ins.add_argument("--json", action="store_true", help="machine-readable output")
+    ins.set_defaults(run=lambda a: _lazy("_cli_inspect").run(a.target, a.op, a.arch, a.rank, a.json))
+
+    co = sub.add_parser("compile", help="fill the disk cache ahead of time (container builds)")
+    co.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
+    co.add_argument("--arch", action="append", default=[], help="an arch to compile for (repeatable), e.g. sm_90")
+    co.add_argument("--op", metavar="NS::NAME", help="only this op")
+    co.add_argument("--json", action="store_true", help="machine-readable output")
+    co.set_defaults(run=lambda a: _lazy("_cli_compile").run(a.target, a.arch, a.op, a.json))
+
+    do = sub.add_parser("doctor", help="check the installation: torch, CUDA, NVRTC vs driver, headers, TensorRT")
+    do.add_argument("--json", action="store_true", help="machine-readable output")
+    do.set_defaults(run=lambda a: _lazy("_cli_doctor").run(a.json))
+
+    se = sub.add_parser("selftest", help="the seed's seven cases on every tier this machine has")
+    se.add_argument("--json", action="store_true", help="machine-readable output")
+    se.set_defaults(run=lambda a: _lazy("_cli_selftest").run(a.json))
+
+
+def _lazy(name: str):
+    import importlib
+
+    return importlib.import_module(f"{__package__ or 'trt_kernels'}.{name}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="trt-kernels", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -85,7 +118,10 @@ def main(argv=None) -> int:
     st.add_argument("paths", nargs="*", help="module names or .py files")
     ca = sub.add_parser("cache", help="show or clear the compile cache")
     ca.add_argument("action", choices=["path", "clear"])
+    _add_commands(sub)
     args = parser.parse_args(argv)
+    if getattr(args, "run", None) is not None:
+        return args.run(args)
     if args.cmd == "info":
         return _info()
     if args.cmd == "status":

@@ -131,6 +131,12 @@ def cache_dir() -> Optional[Path]:
     return Path(base) / "trt_kernels"
 
 
+def cache_entry_path(key: str, arch: str) -> Optional[Path]:
+    """Where the disk cache keeps the entry of program ``key`` (a :attr:`CompiledProgram.key`) for
+    ``arch``; None when the cache is disabled. For reports (``trt-kernels inspect`` / ``compile``)."""
+    return _entry_path(key, normalize_arch(arch))
+
+
 def program_key(source: str, names: Sequence[str], options: Sequence[str], std: str,
                 include_paths: Optional[Sequence[str]], toolchain_id: str) -> str:
     """The cache directory of one program: everything that changes NVRTC's output but the arch."""

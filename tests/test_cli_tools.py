@@ -1,0 +1,359 @@
+"""trt-kernels inspect, compile, doctor and selftest on CPU (NVRTC runs without a GPU)."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from trt_kernels import _cli_doctor as doctor
+from trt_kernels import _cli_selftest as selftest
+from trt_kernels.cli import main
+
+HAS_CUDA = torch.cuda.is_available()
+
+SEED_FILE = """
+from trt_kernels import _seed_cases
+_seed_cases.declare({ns!r})
+"""
+
+BAD_FILE = """
+import trt_kernels as ttk
+ttk.cuda_kernel_op("{ns}::swapped", ttk.KernelSpec(
+    kernel_source='extern "C" __global__ void k(const float* x, float* y, int n) '
+                  '{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}',
+    kernel_name="k", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+    extras=[ttk.Numel("x")], geometry=ttk.Elementwise(block=(256,))))
+"""
+
+JIT_FILE = """
+import torch
+import trt_kernels as ttk
+SRC = 'extern "C" __global__ void dbl(const float* x, int n, float* y) {{ int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }}'
+def meta(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+def eager(x):
+    return 2 * x
+ttk.cuda_kernel_op("{ns}::dbl", ttk.KernelSpec(kernel_source=SRC, kernel_name="dbl", inputs=[ttk.InputDecl("x")]),
+                   meta_fn=meta, eager_fn=eager)
+"""
+
+_count = [0]
+
+
+def _write(tmp_path, template, ns=None):
+    _count[0] += 1
+    ns = ns or f"ttk_cli{os.getpid()}_{_count[0]}"
+    p = tmp_path / f"ops_{ns}.py"
+    p.write_text(textwrap.dedent(template.format(ns=ns)))
+    return p, ns
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ)
+    env.pop("TRT_KERNELS_ARCH", None)
+    env["TRT_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
+    env.update(extra)
+    return env
+
+
+def _cli(args, env, cwd=None):
+    return subprocess.run([sys.executable, "-m", "trt_kernels", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+# ---------------- inspect ----------------
+
+
+@pytest.fixture(scope="module")
+def seed_inspect(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("inspect")
+    path, ns = _write(tmp, SEED_FILE)
+    r = _cli(["inspect", str(path), "--json"], _env(tmp))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), ns, tmp, path
+
+
+def test_inspect_reports_every_seed_op(seed_inspect):
+    data, ns, _, _ = seed_inspect
+    assert data["schema"] == "trt-kernels.inspect/1" and data["ok"] is True
+    assert [d["op"] for d in data["ops"]] == [f"{ns}::{n}" for n in
+                                              ("sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos")]
+    if not HAS_CUDA:
+        assert data["arch"] == "sm_90" and "no GPU visible" in data["arch_note"]
+
+
+def test_inspect_abi_signature_and_ptx_params(seed_inspect):
+    data, ns, _, _ = seed_inspect
+    ops = {d["op"].split("::")[1]: d for d in data["ops"]}
+    scale = ops["scale"]
+    assert scale["schema"] == "(Tensor x, float alpha) -> Tensor"
+    row = scale["abi"][0]
+    assert row["c_signature"] == "__global__ void my_scale(const float* x, float alpha, int extra0 /* Numel('x') */, float* y)"
+    assert [p["type"] for p in row["ptx_params"]] == ["u64", "f32", "u32", "u64"]
+    assert row["matches"] is True and row["param_ok"] == [True] * 4 and row["symbol"] == "my_scale"
+    sc = ops["sin_cos"]["abi"][0]
+    assert sc["c_signature"].endswith("float* s, float* c)") and len(sc["ptx_params"]) == 4
+    rep = ops["repeat2"]
+    assert rep["abi"][0]["c_signature"] is None and rep["abi"][0]["matches"] is None
+    assert [p["type"] for p in rep["abi"][0]["ptx_params"]] == ["u64", "u32", "u64"]
+
+
+def test_inspect_launch_plan_is_written_over_input_names(seed_inspect):
+    data, _, _, _ = seed_inspect
+    ops = {d["op"].split("::")[1]: d for d in data["ops"]}
+    sig = ops["sigmoid"]["plan"]
+    assert sig["grid"] == ["cdiv(x.numel(), 256)", "1", "1"] and sig["block"] == [256, 1, 1]
+    assert sig["arguments"] == ["x.data_ptr()", "x.numel()", "y.data_ptr()"] and sig["ranks_assumed"] == ["x"]
+    relu = ops["relu_2d"]["plan"]
+    assert relu["grid"] == ["cdiv(x.shape[1], 16)", "cdiv(x.shape[0], 16)", "1"] and relu["block"] == [16, 16, 1]
+    rs = ops["row_sum"]["plan"]
+    assert rs["outputs"] == [{"name": "y", "shape": ["x.shape[0]"], "dtype": "dtype of x"}]
+    assert rs["arguments"] == ["x.data_ptr()", "x.shape[1]", "y.data_ptr()"]
+    assert ops["scale"]["plan"]["arguments"][1] == "alpha"
+    assert ops["repeat2"]["plan"]["derived"] is False and "aot_fn" in ops["repeat2"]["plan"]["note"]
+    assert ops["row_sum"]["tactics"] == [{"id": 1, "block": [256, 1, 1], "note": "eager uses this"}]
+    assert all(d["dtypes"] == ["float32"] for d in data["ops"])
+
+
+def test_inspect_cache_entry_is_the_file_on_disk(seed_inspect):
+    data, _, tmp, _ = seed_inspect
+    for d in data["ops"]:
+        c = d["cache"]
+        assert c["path"].startswith(str(tmp / "cache")) and os.path.getsize(c["path"]) == c["bytes"] > 0
+        assert c["state"] == "compiled by NVRTC in this process"
+
+
+def test_inspect_tensorrt_mode_and_reason(seed_inspect, tmp_path):
+    data, _, _, _ = seed_inspect
+    ops = {d["op"].split("::")[1]: d for d in data["ops"]}
+    assert all(d["tensorrt"]["plugin"] == "AOT" for d in data["ops"])
+    assert "scalars (alpha) are baked" in ops["scale"]["tensorrt"]["why"]
+    assert "aot_fn given" in ops["repeat2"]["tensorrt"]["why"]
+    if data["tensorrt_side"].get("available") != "yes":
+        assert all(d["tensorrt"]["converter"].startswith("not registered: ") for d in data["ops"])
+    path, ns = _write(tmp_path, JIT_FILE)
+    jit_data = _inspect_json(path, "sm_80")
+    assert jit_data["_rc"] == 0
+    (jit,) = jit_data["ops"]
+    assert jit["tensorrt"]["plugin"] == "JIT" and "Fix for AOT" in jit["tensorrt"]["why"]
+    assert jit["arch"] == "sm_80" and jit["cache"]["arch"] == "sm_80"
+
+
+def _inspect_json(path, arch, *extra):
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["inspect", str(path), "--json", "--arch", arch, *extra])
+    data = json.loads(buf.getvalue())
+    data["_rc"] = rc
+    return data
+
+
+def test_inspect_text_output(seed_inspect):
+    _, ns, tmp, path = seed_inspect
+    r = _cli(["inspect", str(path), "--op", f"{ns}::scale", "--arch", "sm_90"], _env(tmp))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"{ns}::scale(Tensor x, float alpha) -> Tensor" in out and f"{ns}::sigmoid" not in out
+    assert "expects       __global__ void my_scale(const float* x, float alpha" in out
+    assert "spec and PTX agree" in out and "grid        (cdiv(x.numel(), 256), 1, 1)" in out
+    assert "plugin AOT" in out
+
+
+def test_inspect_rank_option(tmp_path):
+    path, ns = _write(tmp_path, SEED_FILE)
+    data = _inspect_json(path, "sm_90", "--op", f"{ns}::sigmoid", "--rank", "x=3")
+    plan = data["ops"][0]["plan"]
+    assert plan["ranks"] == {"x": 3} and plan["ranks_assumed"] == []
+    assert plan["outputs"][0]["shape"] == ["x.shape[0]", "x.shape[1]", "x.shape[2]"]
+
+
+def test_inspect_abi_mismatch_names_op_param_and_fix(tmp_path):
+    path, ns = _write(tmp_path, BAD_FILE)
+    data = _inspect_json(path, "sm_90")
+    assert data["_rc"] == 1 and data["ok"] is False
+    (op,) = data["ops"]
+    row = op["abi"][0]
+    assert row["matches"] is False and row["param_ok"] == [True, False, False]
+    assert [p["type"] for p in row["ptx_params"]] == ["u64", "u64", "u32"]
+    assert op["errors"] and f"{ns}::swapped" in op["errors"][0] and "Fix:" in op["errors"][0]
+    # with an arch known at import, the declaration itself fails: reported, non-zero exit
+    r = _cli(["inspect", str(path)], _env(tmp_path, TRT_KERNELS_ARCH="sm_90"))
+    assert r.returncode == 1 and f"{ns}::swapped" in r.stderr and "Fix:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_inspect_unknown_op_and_missing_target(tmp_path, capsys):
+    path, ns = _write(tmp_path, SEED_FILE)
+    assert main(["inspect", str(path), "--op", f"{ns}::nope"]) == 1
+    err = capsys.readouterr().err
+    assert f"declares no op '{ns}::nope'" in err and f"{ns}::sigmoid" in err
+    assert main(["inspect", "no_such_module_ttk"]) == 1
+    assert "no module named 'no_such_module_ttk'" in capsys.readouterr().err
+
+
+# ---------------- compile ----------------
+
+
+def test_compile_fills_the_cache_and_a_fresh_process_compiles_nothing(tmp_path):
+    path, ns = _write(tmp_path, SEED_FILE)
+    env = _env(tmp_path)
+    r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], env)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["archs"] == ["sm_90"] and data["nvrtc_compiles"] == 7 and data["cache_hits"] == 0
+    for row in data["rows"]:
+        assert row["result"] == "compiled by NVRTC" and os.path.getsize(row["entry"]) == row["bytes"] > 0
+        assert row["ms"] > 0
+    probe = textwrap.dedent(f"""
+        import runpy, json, sys
+        from trt_kernels import registry
+        runpy.run_path({str(path)!r})
+        ops = [k for k in registry.all_ops() if k.op_name.startswith({ns + '::'!r})]
+        print(json.dumps({{k.op_name: k._programs[k.resolve_arch()].from_cache for k in ops}}))
+        print(json.dumps("cuda.bindings.nvrtc" in sys.modules))  # our only way to NVRTC
+    """)
+    for arch, want in (("sm_90", True), ("sm_80", False)):  # sm_80 was not compiled ahead: NVRTC runs
+        p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env=_env(tmp_path, TRT_KERNELS_ARCH=arch), timeout=300)
+        assert p.returncode == 0, p.stderr
+        got, nvrtc = (json.loads(ln) for ln in p.stdout.strip().splitlines()[-2:])
+        assert len(got) == 7 and set(got.values()) == {want}, (arch, got)
+        assert nvrtc is (not want), "a process whose kernels are all cached must not load NVRTC"
+    again = json.loads(_cli(["compile", str(path), "--arch", "90", "--json"], env).stdout)
+    assert again["nvrtc_compiles"] == 0 and again["cache_hits"] == 7
+
+
+def test_compile_text_lists_what_it_wrote(tmp_path):
+    path, ns = _write(tmp_path, SEED_FILE)
+    r = _cli(["compile", str(path), "--arch", "sm_90", "--arch", "sm_80", "--op", f"{ns}::add"], _env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(f"{ns}::add") == 2 and ".bin (" in r.stdout
+    assert "total: 2 programs, 2 compiled by NVRTC" in r.stdout
+    assert "[" not in r.stderr  # no progress bar when stderr is not a terminal
+
+
+def test_compile_refuses_without_arch_or_cache(tmp_path):
+    path, _ = _write(tmp_path, SEED_FILE)
+    r = _cli(["compile", str(path)], _env(tmp_path))
+    if not HAS_CUDA:
+        assert r.returncode == 1 and "Fix: --arch sm_90" in r.stderr
+    r = _cli(["compile", str(path), "--arch", "sm_90"], _env(tmp_path, TRT_KERNELS_CACHE="0"))
+    assert r.returncode == 1 and "cache is disabled" in r.stderr
+
+
+def test_compile_reports_an_abi_mismatch(tmp_path):
+    path, ns = _write(tmp_path, BAD_FILE)
+    r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], _env(tmp_path))
+    assert r.returncode == 1
+    (row,) = json.loads(r.stdout)["rows"]
+    assert row["result"] == "failed" and f"{ns}::swapped" in row["detail"] and "Fix:" in row["detail"]
+
+
+# ---------------- doctor ----------------
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return doctor.gather()
+
+
+def _status(checks, name):
+    return [c for c in checks if c["check"] == name][0]
+
+
+def test_doctor_runs_and_its_exit_status_follows_the_checks(capsys):
+    rc = main(["doctor", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "trt-kernels.doctor/1" and rc == data["exit_status"]
+    assert rc == (1 if any(c["status"] == "error" for c in data["checks"]) else 0)
+    names = [c["check"] for c in data["checks"]]
+    for n in ("torch", "GPU", "CUDA driver", "cuda-bindings", "NVRTC", "CUDA headers", "probe compile",
+              "TensorRT", "AOT/JIT replay tier", "emulated Torch-TensorRT tier", "compile cache"):
+        assert n in names
+    f = data["facts"]
+    assert f["torch"] == torch.__version__ and f["nvrtc"] and f["probe"].startswith("ok")
+    assert main(["doctor"]) == rc
+    out = capsys.readouterr().out
+    assert "check" in out and "NVRTC" in out and "doctor:" in out
+
+
+def test_doctor_nvrtc_newer_than_driver_is_an_error_with_the_fix(facts):
+    f = copy.deepcopy(facts)
+    f["nvrtc"], f["driver"], f["ptx_load"] = [13, 5], [13, 0], None
+    checks = doctor.assess(f)
+    c = _status(checks, "driver loads NVRTC's PTX")
+    assert c["status"] == "error" and "NVRTC 13.5 is newer than the CUDA driver (CUDA 13.0)" in c["detail"]
+    assert "nvidia-cuda-nvrtc==13.0.*" in c["fix"]
+    assert doctor.exit_status(checks) == 1
+    f["nvrtc"], f["driver"] = [13, 0], [13, 0]
+    assert _status(doctor.assess(f), "driver loads NVRTC's PTX")["status"] != "error"
+
+
+def test_doctor_driver_refusing_the_probe_ptx_is_an_error(facts):
+    f = copy.deepcopy(facts)
+    f["driver"], f["ptx_load"] = [13, 0], "LaunchError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"
+    c = _status(doctor.assess(f), "driver loads NVRTC's PTX")
+    assert c["status"] == "error" and "UNSUPPORTED_PTX_VERSION" in c["detail"] and "nvidia-cuda-nvrtc" in c["fix"]
+
+
+def test_doctor_missing_eager_needs_are_errors_missing_tensorrt_is_a_note(facts):
+    base = copy.deepcopy(facts)
+    base["driver"], base["ptx_load"], base["nvrtc"] = None, None, base["nvrtc"] or [13, 0]
+    base["gpus"] = []
+    base["include_dirs"] = [d for d in base["include_dirs"] if d["cuda_fp16.h"]] or \
+        [{"path": "/x", "from": "test", "cuda_fp16.h": True}]
+    base["probe"] = "ok"
+    base["tensorrt_side"] = {"available": "no", "reason": "tensorrt is not installed"}
+    checks = doctor.assess(base)
+    assert _status(checks, "TensorRT")["status"] == "note" and doctor.exit_status(checks) == 0
+    for key, value, check in (("include_dirs", [], "CUDA headers"), ("nvrtc", None, "NVRTC"),
+                              ("cuda_bindings_import", "ImportError: no cuda", "cuda-bindings"),
+                              ("torch", None, "torch")):
+        f = copy.deepcopy(base)
+        f[key] = value
+        checks = doctor.assess(f)
+        assert _status(checks, check)["status"] == "error" and _status(checks, check)["fix"], check
+        assert doctor.exit_status(checks) == 1
+
+
+# ---------------- selftest (CPU: every row skipped with its reason) ----------------
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the GPU tier runs selftest for real (test_cli_selftest_gpu.py)")
+def test_selftest_on_cpu_skips_every_row_with_a_reason(capsys):
+    assert main(["selftest", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "trt-kernels.selftest/1" and data["exit_status"] == 0
+    assert data["cases"] == ["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos"]
+    assert data["tiers"] == ["eager", "aot_replay", "jit_replay", "torch_tensorrt_emulated", "tensorrt"]
+    assert len(data["results"]) == 35 and data["skipped"] == 35 and data["passed"] == data["failed"] == 0
+    assert all(r["status"] == "skipped" and "needs a CUDA GPU" in r["reason"] for r in data["results"])
+    assert main(["selftest"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped [1]" in out and "[1] needs a CUDA GPU" in out and "0 passed, 0 failed, 35 skipped" in out
+    assert "passed " not in out.split("selftest:")[0]
+
+
+def test_selftest_failure_gives_a_non_zero_exit():
+    rows = [selftest.Result("sigmoid", "eager", "passed"), selftest.Result("add", "eager", "failed", "output 0: ...")]
+    assert selftest.exit_status(rows) == 1 and selftest.exit_status(rows[:1]) == 0
+    text = selftest.format_table(rows + [selftest.Result("add", "tensorrt", "skipped", "tensorrt is not installed")])
+    assert "FAILED [1]" in text and "[1] output 0: ..." in text and "[2] tensorrt is not installed" in text
+    assert "1 passed, 1 failed, 1 skipped" in text
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="on a GPU the child would run the tier for real")
+def test_selftest_child_process_failure_is_a_failed_row():
+    """The emulated tier's child cannot emulate without a GPU: its crash must come back as failed rows."""
+    rows = selftest.run_child("torch_tensorrt_emulated", "ttk_selftest_cpu")
+    assert len(rows) == 7 and all(r.status == "failed" and "cannot emulate TensorRT here" in r.reason for r in rows)
+    assert selftest.exit_status(rows) == 1
+    rows = selftest.run_child("tensorrt", "ttk_selftest_cpu")
+    assert len(rows) == 7 and all(r.status == "skipped" and "tensorrt does not import" in r.reason for r in rows)
