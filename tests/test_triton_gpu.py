@@ -112,7 +112,7 @@ def test_call_time_errors(ops):
         op(torch.randn(10), 1.0)
     with pytest.raises(ttk.InputError, match="does not fit a 32-bit C float"):
         op(_rand(10), 1e300)
-    x = _rand(10, requires_grad=True)
+    x = _rand(10).requires_grad_()
     with pytest.raises(ttk.InputError, match="has no backward"):
         op(x, 1.0)
     with torch.no_grad():

@@ -194,7 +194,7 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
         def check(c=c):
             tensors, scalars = c.make_inputs(dev)
             ref = c.reference(*tensors, *scalars)
-            model = sc.CaseModel(namespace, c.name, scalars).eval()
+            model = sc.CaseModel(namespace, c.name, scalars, len(tensors)).eval()
             trt_model = _compile(torch_tensorrt, model, tensors)
             problem = _converted_problem(trt_model, namespace)
             if problem:

@@ -243,17 +243,34 @@ def op(case: SeedCase, namespace: str = NAMESPACE):
 
 
 class CaseModel(torch.nn.Module):
-    """A one-op model for Torch-TensorRT: ``forward(*tensors)`` calls the op with the case's
-    scalars as constants (TensorRT plugin attributes are fixed when the engine is built)."""
+    """A one-op model for Torch-TensorRT: calls the op on its tensors with the case's scalars as
+    constants (TensorRT plugin attributes are fixed when the engine is built). ``CaseModel(...)``
+    gives a model whose ``forward`` names its tensors: ``torch.export`` (under
+    ``torch_tensorrt.compile``) refuses a ``forward(*tensors)``."""
 
-    def __init__(self, namespace: str, name: str, scalars: Sequence[Any] = ()):
+    def __new__(cls, namespace: str, name: str, scalars: Sequence[Any] = (), n_tensors: int = 1):
+        if cls is CaseModel:
+            cls = {1: _OneTensor, 2: _TwoTensors}[n_tensors]
+        return super().__new__(cls)
+
+    def __init__(self, namespace: str, name: str, scalars: Sequence[Any] = (), n_tensors: int = 1):
         super().__init__()
         self.namespace = namespace
         self.op_name = name
         self.scalars = tuple(scalars)
 
-    def forward(self, *tensors):
+    def _call(self, *tensors):
         return getattr(getattr(torch.ops, self.namespace), self.op_name)(*tensors, *self.scalars)
+
+
+class _OneTensor(CaseModel):
+    def forward(self, x):
+        return self._call(x)
+
+
+class _TwoTensors(CaseModel):
+    def forward(self, a, b):
+        return self._call(a, b)
 
 
 def as_tuple(out) -> Tuple[torch.Tensor, ...]:
