@@ -198,8 +198,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     if f.get("cuda_bindings_import"):
         add("cuda-bindings", "error", f"does not import: {f['cuda_bindings_import']}", "pip install 'cuda-python>=13.3,<14'")
     else:
-        add("cuda-bindings", "ok", f"cuda-bindings {d.get('cuda-bindings')}, cuda-core {d.get('cuda-core')}, "
-            f"cuda-pathfinder {d.get('cuda-pathfinder')}, cuda-python {d.get('cuda-python')}")
+        dists = ("cuda-bindings", "cuda-core", "cuda-pathfinder", "cuda-python")
+        add("cuda-bindings", "ok", ", ".join(f"{n} {d.get(n) or 'not installed'}" for n in dists))
     nv = f.get("nvrtc")
     if nv is None:
         add("NVRTC", "error", f"cannot be loaded ({f.get('nvrtc_error') or 'cuda-bindings missing'})",

@@ -28,12 +28,14 @@ def load_target(target: str):
 
     before = {id(k) for k in registry.all_ops()}
     try:
-        if target.endswith(".py") or os.sep in target or "/" in target:
-            if not os.path.isfile(target):
-                raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
-            runpy.run_path(target, run_name="trt_kernels_inspect")
-        else:
-            __import__(target)
+        # the commands compile each op themselves, for the archs asked, and report its errors
+        with registry.deferred_compile():
+            if target.endswith(".py") or os.sep in target or "/" in target:
+                if not os.path.isfile(target):
+                    raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
+                runpy.run_path(target, run_name="trt_kernels_inspect")
+            else:
+                __import__(target)
     except TargetError:
         raise
     except SystemExit as e:

@@ -69,7 +69,7 @@ def cuda_kernel_op(
         options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                      capability_validator=capability_validator),
     )
-    done = kop.prepare()  # compile errors and ABI mismatches surface here
+    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
     _LOG.debug("%s: %s", op_name, done)
     return _register(kop, schema)
 
@@ -168,7 +168,7 @@ def triton_kernel_op(
                   setup_context=setup_context, supports_dynamic_shapes=supports_dynamic_shapes,
                   options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                                capability_validator=capability_validator))
-    arch = arch_override or default_arch()
+    arch = None if registry.compile_deferred() else arch_override or default_arch()
     if arch is not None:
         prog = kop.program(arch)  # compile errors and ABI mismatches surface at registration
         if any(k.needs_scratch for (d, t), k in prog.kernels.items() if t == 1):

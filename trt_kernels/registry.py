@@ -6,6 +6,7 @@ Everything here is computed lazily and memoized: the compile (per arch), the pla
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -208,6 +209,26 @@ def _with_headers(source: str, kernel_dtypes, v: Validated) -> str:
 _REGISTRY: Dict[str, KernelOp] = {}
 _REG_LOCK = threading.RLock()
 _listeners: List[Callable[[KernelOp], None]] = []
+
+
+_DEFER = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_compile():
+    """Declarations made in this thread inside the block compile nothing (the first launch, or the
+    caller, compiles): for tools that import a user's module and then compile and report each op
+    themselves (``trt-kernels inspect`` / ``compile``), so one op's error does not stop the import."""
+    old = getattr(_DEFER, "on", False)
+    _DEFER.on = True
+    try:
+        yield
+    finally:
+        _DEFER.on = old
+
+
+def compile_deferred() -> bool:
+    return getattr(_DEFER, "on", False)
 
 
 def get(op_name: str) -> KernelOp:
