@@ -334,13 +334,14 @@ def _run(name, model, inputs, ref, *, compile_trt=True):
 def _tensorrt_half() -> None:
     """Real TensorRT when it imports; else, where it can run, real Torch-TensorRT over the emulator."""
     global TRT_MISSING, TRT_LABEL, torch_tensorrt, trtp
+    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason, is_emulated
+
     if TRT_MISSING is None:
         import tensorrt
 
-        TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__}, TensorRT {tensorrt.__version__})"
+        what = "libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what})"
         return
-    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
-
     why = emulation_unavailable_reason()
     if why is not None:
         TRT_MISSING += f"; emulated tier unavailable too: {why}"

@@ -86,11 +86,13 @@ def main() -> int:
     print("eager matches reference:", close(Model()(x), ref))
     from trt_kernels.plugins import tensorrt_status
 
-    st = tensorrt_status()
-    env, emulated = None, st.get("available") != "yes"
-    if emulated:
-        from trt_kernels import testing
+    from trt_kernels import testing
 
+    st = tensorrt_status()
+    env, emulated = None, st.get("available") != "yes" or testing.is_emulated()
+    if st.get("available") == "yes" and emulated:  # already over the emulator (e.g. the shim on PYTHONPATH)
+        env = testing.fresh_process_env()
+    elif emulated:
         why = testing.emulation_unavailable_reason()
         if why is not None:
             print(f"NOT RUN: TensorRT compile, save and reload: {st.get('reason')}; emulated tier: {why}")

@@ -115,7 +115,10 @@ def tensorrt_half() -> bool:
         import tensorrt  # noqa: F401
         import torch_tensorrt
 
-        label = f"Torch-TensorRT {torch_tensorrt.__version__}, TensorRT {tensorrt.__version__}"
+        from trt_kernels.testing import is_emulated
+
+        what = "libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        label = f"Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what}"
     except Exception as e:  # noqa: BLE001
         from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
 

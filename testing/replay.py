@@ -83,6 +83,12 @@ def _arguments(op, args):
     return kop, tensors, attrs, [(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors]
 
 
+def _poisoned(shape, dtype, device):
+    """An output buffer the kernel must overwrite: NaN for floats, -1 for ints, True for bools."""
+    fill = float("nan") if dtype.is_floating_point else (True if dtype == torch.bool else -1)
+    return torch.full(shape, fill, dtype=dtype, device=device)
+
+
 def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
     """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
     returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
@@ -99,12 +105,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
     block = (lv["block_x"], lv["block_y"], lv["block_z"])
     kname = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
     dev = tensors[0].device
-    outs = [torch.empty(s, dtype=d, device=dev) for s, d in zip(res.output_shapes, out_dtypes)]
-    for o in outs:
-        if o.is_floating_point():
-            o.fill_(float("nan"))
-        else:
-            o.fill_(-1 if o.dtype != torch.bool else True)
+    outs = [_poisoned(s, d, dev) for s, d in zip(res.output_shapes, out_dtypes)]
     launched = all(grid)
     with torch.cuda.device(dev):
         engine = env.native._engine
@@ -141,8 +142,7 @@ def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) ->
             on_standin(env)
         register_plugin(kop, env.trt, env.trtp)
         res = env.build(kop.op_name, inputs=trt_inputs, attrs=attrs, aot=False)
-        outs = [torch.full(s, float("nan"), dtype=torch_dtype(env.trt, d), device=dev)
-                for s, d in zip(res.output_shapes, res.output_dtypes)]
+        outs = [_poisoned(s, torch_dtype(env.trt, d), dev) for s, d in zip(res.output_shapes, res.output_dtypes)]
         res.enqueue([t.data_ptr() for t in tensors], [o.data_ptr() for o in outs],
                     torch.cuda.current_stream(dev).cuda_stream)
     torch.cuda.synchronize(dev)

@@ -15,6 +15,7 @@ from trt_kernels import _seed_cases as sc
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.trt_emulated  # its emulated-Torch-TensorRT column runs that tier (in a child process)
 def test_selftest_command_passes_every_runnable_tier():
     r = subprocess.run([sys.executable, "-m", "trt_kernels", "selftest", "--json"], capture_output=True, text=True,
                        env=dict(os.environ), timeout=1800)

@@ -131,8 +131,10 @@ def gather() -> Dict[str, Any]:
             f["probe"] = _err(e)
     # TensorRT
     try:
+        from .plugins import init
         from .status import _trt_state
 
+        init()  # imports tensorrt / torch_tensorrt where installed, as declaring an op would
         f["tensorrt_side"] = dict(_trt_state())
     except Exception as e:  # noqa: BLE001
         f["tensorrt_side"] = {"available": "no", "reason": _err(e)}

@@ -176,9 +176,12 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
         try:
             import tensorrt  # noqa: F401
             import torch_tensorrt
-        except Exception as e:  # noqa: BLE001
-            return [Result(c.name, tier, "skipped", f"tensorrt does not import: {_fail_text(e)}") for c in sc.CASES]
-        if "__emulated__" in getattr(sys.modules["tensorrt"], "__dict__", {}):
+        except Exception as e:  # noqa: BLE001 - installed (the parent checked) but broken: a failure
+            return [Result(c.name, tier, "failed", f"tensorrt / torch_tensorrt do not import: {_fail_text(e)}")
+                    for c in sc.CASES]
+        from .testing import is_emulated  # sees through Torch-TensorRT's proxy module
+
+        if is_emulated():
             return [Result(c.name, tier, "skipped", "tensorrt here is trt_kernels' emulator, not TensorRT")
                     for c in sc.CASES]
     cases = sc.declare(namespace)
@@ -186,8 +189,10 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
 
     init()
     st = tensorrt_status()
-    if st.get("available") != "yes":
-        return [Result(c.name, tier, "skipped", f"TensorRT side unavailable: {st.get('reason')}") for c in cases]
+    if st.get("available") != "yes":  # importable but unusable (e.g. a TensorRT without working QDP): a failure
+        return [Result(c.name, tier, "failed", f"TensorRT side unavailable: {st.get('reason')}") for c in cases]
+    if tier == "tensorrt" and st.get("backend"):
+        return [Result(c.name, tier, "skipped", f"tensorrt here is {st['backend']}") for c in cases]
     dev = torch.device("cuda")
     out = []
     for c in cases:

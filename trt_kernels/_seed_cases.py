@@ -2,8 +2,9 @@
 spec, inputs and a torch reference each, declarable under any namespace.
 
 ``trt-kernels selftest`` runs them on every tier this machine has; tests may reuse them.
-``examples/cuda_kernel_op.py`` stays the seed verbatim (import line changed); this module is
-the same seven declarations in a form a command can import and loop over. Case 6 keeps the
+``examples/cuda_kernel_op.py`` is the seed as a script (its declarations as the seed writes
+them, plus the TensorRT half); this module is the same seven declarations in a form a command
+can import and loop over. Case 6 keeps the
 seed's override path: a hand-written ``meta_fn``, an ``eager_fn`` that launches through
 ``cuda.core`` (compiled on first use) and an ``aot_fn`` that imports ``tensorrt.plugin`` only
 when TensorRT (or its emulator) calls it.

@@ -30,10 +30,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from . import abi as _abi
-from .errors import InputError, KernelABIError, NoCudaDeviceError, PtxVersionError, SpecError
+from .errors import InputError, KernelABIError, LaunchError, NoCudaDeviceError, PtxVersionError, SpecError
 from .expr import Const, Expr, ShapeEvaluator, evaluate
 from .launch import LoadedKernel, ParamPack, check, driver, ensure_driver, driver_version, PrimaryContext
-from .plan import INT32_MAX, LaunchPlan, build_plan
+from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan, build_plan
 from .registry import KernelOp
 from .spec import Custom, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
 from . import triton_source as _ts
@@ -213,7 +213,9 @@ class TritonKernelOp(KernelOp):
                 if why:
                     reasons.append(why)
         if len(hidden) != 1:
-            raise KernelABIError(f"{self.op_name}: Triton's configs disagree on the number of hidden parameters {hidden}")
+            raise KernelABIError(f"{self.op_name}: Triton's configs disagree on the number of hidden parameters "
+                                 f"{sorted(hidden)}. Fix: give every tactic the same Triton options (the hidden "
+                                 "parameters depend on the Triton version and backend, not on constexprs)")
         reason = None
         if reasons:
             reason = "AOT unavailable: " + "; ".join(dict.fromkeys(reasons)) + "; the JIT impl runs the kernel instead"
@@ -227,7 +229,9 @@ class TritonKernelOp(KernelOp):
                             f"cooperative={k.launch_cooperative_grid}, pdl={k.launch_pdl}; trt_kernels launches with "
                             "cuLaunchKernel (one CTA per program, no launch attributes). Fix: use the defaults")
         if k.num_warps != cfg.num_warps:
-            raise SpecError(f"{self.op_name}: tactic {tactic}: Triton compiled num_warps={k.num_warps}, not {cfg.num_warps}")
+            raise SpecError(f"{self.op_name}: tactic {tactic}: Triton compiled num_warps={k.num_warps}, not "
+                            f"{cfg.num_warps}. Fix: pass num_warps through TritonConfig(num_warps=...), not "
+                            "compile_options")
         found = _abi.ptx_params(k.ptx, k.name)
         expected = _abi.expected_params(self.spec, self.v, dtype)
         if found is None:
@@ -258,14 +262,26 @@ class TritonKernelOp(KernelOp):
         return pack
 
     # ----- eager -----
-    def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1) -> LoadedKernel:
+    def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1, scratch_ok: bool = False) -> LoadedKernel:
+        """The CUBIN of ``(dtype, tactic)`` for ``device``'s arch. Its dynamic shared-memory limit is
+        raised to the plan's value (the largest over the op's dtypes), which is what launches pass.
+        ``scratch_ok``: the caller passes Triton's scratch buffers (``launch_into``); the fast path does
+        not, and a kernel that needs them is refused there rather than launched with NULL."""
         major, minor = torch.cuda.get_device_capability(device)
         arch = f"sm_{major}{minor}"
+        k = self.kernel(dtype, tactic, arch)
+        if k.needs_scratch and not scratch_ok:
+            raise LaunchError(
+                f"{self.op_name}: the Triton kernel for {arch} ({str(dtype).replace('torch.', '')}, tactic {tactic}) "
+                f"needs a scratch buffer (global_scratch_size={k.global_scratch_size}), which this op's eager fast "
+                "path does not pass: it was declared without that arch known (a deferred compile, or "
+                "arch_override / TRT_KERNELS_ARCH naming another arch). Fix: declare it on the GPU it runs on, "
+                "without an arch override")
         key = (dtype, arch, tactic)
         lk = self._loaded.get(key)
         if lk is None:
-            k = self.kernel(dtype, tactic, arch)
-            lk = self._loaded.setdefault(key, TritonLoadedKernel(k.cubin, k.name, self.op_name, k.shared))
+            need = max(self.kernel(d, tactic, arch).shared for d in self.dtypes)
+            lk = self._loaded.setdefault(key, TritonLoadedKernel(k.cubin, k.name, self.op_name, need))
         return lk
 
     def launch_into(self, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
@@ -282,7 +298,13 @@ class TritonKernelOp(KernelOp):
         ev = ShapeEvaluator(tensors)
         grid = [int(evaluate(e, ev)) for e in plan.grid]
         if not all(grid):
+            if any(o.numel() for o in outs):
+                raise InputError(f"{self.op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel "
+                                 "would leave it unwritten. Fix: make the grid cover every non-empty output")
             return
+        if any(g > lim for g, lim in zip(grid, GRID_LIMITS)):
+            raise InputError(f"{self.op_name}: grid {tuple(grid)} exceeds CUDA's limits {GRID_LIMITS}. Fix: use "
+                             "smaller inputs or a grid with fewer programs along that axis")
         extras = [int(evaluate(e, ev)) for e in plan.extras]
         for i, x in enumerate(extras):
             if not -INT32_MAX - 1 <= x <= INT32_MAX:
@@ -311,7 +333,7 @@ class TritonKernelOp(KernelOp):
             scratch.append(t)  # freed after the launch is enqueued: the allocator reuses it in stream order
             ptrs.append((t.data_ptr() + align - 1) // align * align)
         pack.set_hidden(buf, ptrs)
-        lk = self.loaded_kernel(kdt, dev, tactic)
+        lk = self.loaded_kernel(kdt, dev, tactic, scratch_ok=True)
         smem = max(int(evaluate(plan.shared_mem, ev)), k.shared)
         (err,) = driver().cuLaunchKernel(lk.function(dev), *grid, *plan.block, smem, stream, addr, 0)
         if scratch:
