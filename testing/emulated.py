@@ -67,10 +67,10 @@ def pure_torch_tensorrt(source: Optional[str] = None) -> pathlib.Path:
     source = source or os.environ.get(WHEEL_VAR)
     if source:
         whl = pathlib.Path(source)
-        zf = zipfile.ZipFile(whl)
-        names = [n for n in zf.namelist() if not n.endswith("/") and _keep(n)]
         tag = hashlib.sha256(whl.read_bytes()).hexdigest()[:16]
-        return _pure_copy([(n, (lambda n=n: zf.read(n))) for n in names], tag)
+        with zipfile.ZipFile(whl) as zf:
+            names = [n for n in zf.namelist() if not n.endswith("/") and _keep(n)]
+            return _pure_copy([(n, (lambda n=n: zf.read(n))) for n in names], tag)
     spec = importlib.util.find_spec("torch_tensorrt")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("torch_tensorrt is not installed: pip install --no-deps torch-tensorrt==<the version "
