@@ -31,12 +31,13 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
 from . import toolchain
 from .errors import CompileError
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
+T = TypeVar("T")
 _LOG = logging.getLogger("trt_kernels")
 _FORMAT = 2
 _MAGIC = b"TRTKC\x00"
@@ -179,7 +180,9 @@ def _decode(blob: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProg
                            toolchain=toolchain_id)
 
 
-def _cache_read(path: Path, key: str, arch: str, toolchain_id: str) -> Optional[CompiledProgram]:
+def read_entry(path: Path, decode: Callable[[bytes], T]) -> Optional[T]:
+    """A cache entry's bytes through ``decode``; None (logged) when absent, unreadable or corrupt
+    (``decode`` raises on anything it does not trust), so the caller recompiles."""
     try:
         blob = path.read_bytes()
     except FileNotFoundError:
@@ -188,19 +191,20 @@ def _cache_read(path: Path, key: str, arch: str, toolchain_id: str) -> Optional[
         _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
         return None
     try:
-        return _decode(blob, key, arch, toolchain_id)
+        return decode(blob)
     except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
         _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
         return None
 
 
-def _cache_write(path: Path, prog: CompiledProgram) -> None:
+def write_entry(path: Path, blob: bytes) -> None:
+    """Write a cache entry atomically (temporary file, fsync, rename); a failure is logged, not raised."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_encode(prog))
+                f.write(blob)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
@@ -239,7 +243,7 @@ def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
     if hit is not None:
         return hit
     path = _entry_path(key, arch)
-    prog = _cache_read(path, key, arch, ident) if path is not None else None
+    prog = read_entry(path, lambda blob: _decode(blob, key, arch, ident)) if path is not None else None
     if prog is not None:
         with _MEMO_LOCK:
             prog = _MEMO.setdefault((key, arch), prog)
@@ -318,7 +322,7 @@ def compile_program(
     prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
     path = _entry_path(key, arch)
     if path is not None:
-        _cache_write(path, prog)
+        write_entry(path, _encode(prog))
     with _MEMO_LOCK:
         return _MEMO.setdefault((key, arch), prog)
 

@@ -24,17 +24,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import struct
-import tempfile
 import threading
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
+from .compile import cache_dir, read_entry, write_entry
 from .errors import CompileError, SpecError
 
 _LOG = logging.getLogger("trt_kernels")
@@ -190,20 +188,6 @@ def strip_hidden_params(ptx: bytes, symbol: str, n_user: int) -> Tuple[Optional[
 # ---------------- cache ----------------
 
 
-def cache_root() -> Optional[Path]:
-    """The package's cache root (same variables as the NVRTC cache): ``TRT_KERNELS_CACHE=0`` turns it
-    off, ``TRT_KERNELS_CACHE_DIR`` moves it, else ``$XDG_CACHE_HOME/trt_kernels`` or ``~/.cache/trt_kernels``.
-    Triton entries live in its ``triton/`` folder."""
-    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
-    if flag in ("0", "false", "off", "no", "disable", "disabled"):
-        return None
-    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "trt_kernels"
-
-
 def _encode(k: TritonKernel) -> bytes:
     meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache")}
     meta.update(format=_FORMAT, ptx_len=len(k.ptx), cubin_len=len(k.cubin),
@@ -225,39 +209,6 @@ def _decode(blob: bytes, key: str) -> TritonKernel:
     if len(body) != plen + clen or hashlib.sha256(body).hexdigest() != digest:
         raise ValueError("truncated or checksum mismatch")
     return TritonKernel(ptx=body[:plen], cubin=body[plen:], from_cache=True, **meta)
-
-
-def _read(path: Path, key: str) -> Optional[TritonKernel]:
-    try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
-        return None
-    try:
-        return _decode(blob, key)
-    except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
-        _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
-        return None
-
-
-def _write(path: Path, k: TritonKernel) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_encode(k))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError as e:
-        _LOG.warning("trt_kernels: cannot write cache entry %s (%s); continuing without caching", path, e)
 
 
 # ---------------- compile ----------------
@@ -296,7 +247,8 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
                    options: Mapping[str, Any], label: str) -> TritonKernel:
     """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` without a GPU; PTX, CUBIN and metadata.
 
-    Cached under :func:`cache_root` ``/triton/<Triton's hash>.bin`` (atomic writes, checksummed)."""
+    Cached under the package's cache directory (:func:`trt_kernels.compile.cache_dir`) as
+    ``triton/<Triton's hash>.bin`` (atomic writes, checksummed)."""
     triton = require_triton()
     src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
     target = _target(arch)
@@ -306,9 +258,9 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             hit = _MEMO.get(key)
         if hit is not None:
             return hit
-    root = cache_root()
+    root = cache_dir()
     path = root / "triton" / f"{key}.bin" if (root is not None and key is not None) else None
-    k = _read(path, key) if path is not None else None
+    k = read_entry(path, lambda blob: _decode(blob, key)) if path is not None else None
     if k is None:
         try:
             ck = triton.compile(src, target=target, options=dict(options))
@@ -331,7 +283,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             hash=str(key or ck.hash), triton_version=str(triton.__version__),
         )
         if path is not None:
-            _write(path, k)
+            write_entry(path, _encode(k))
     if key is not None:
         with _MEMO_LOCK:
             k = _MEMO.setdefault(key, k)
