@@ -190,7 +190,7 @@ def main():
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
     import seed_specs
 
-    seed_specs.declare(ttk, ns="probe_seed")
+    seed_specs.declare(ns="probe_seed")
     ours = torch.ops.probe_seed.sigmoid
     ours(x)
     rows.append(("trt_kernels sigmoid op(x)", bench(lambda: ours(x))))

@@ -48,7 +48,7 @@ t2 = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
 import seed_specs
 t3 = time.perf_counter()
-names = seed_specs.declare(ttk)
+names = seed_specs.declare()
 t4 = time.perf_counter()
 
 def nvrtc_mapped():

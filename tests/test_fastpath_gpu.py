@@ -93,7 +93,7 @@ CHILD = textwrap.dedent(r"""
     import trt_kernels as ttk
     import seed_specs
 
-    names = seed_specs.declare(ttk)
+    names = seed_specs.declare()
     after_declare = torch.cuda.is_initialized()
     ops = [getattr(getattr(torch.ops, n.split("::")[0]), n.split("::")[1]) for n in names]
     args = seed_specs.inputs("cuda")

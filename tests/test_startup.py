@@ -33,7 +33,7 @@ CHILD = textwrap.dedent(r"""
     import seed_specs
     from trt_kernels import registry, toolchain
 
-    names = seed_specs.declare(ttk)
+    names = seed_specs.declare()
     nvrtc = nvrtc_used()
     print("RESULT " + json.dumps({
         "nvrtc_loaded": nvrtc,
