@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,30 +31,9 @@ import triton  # noqa: E402
 
 import trt_kernels as ttk  # noqa: E402
 import triton_kernels as tk  # noqa: E402
+from eager_overhead import bench_all  # noqa: E402 - the same interleaved host-cost harness
 
 N = 1024
-
-
-def bench_host(fns: dict, calls=2000, reps=21) -> dict:
-    def ctx(mode):
-        return torch.inference_mode() if mode == "inference" else torch.enable_grad()
-
-    for (mode, _), fn in fns.items():
-        with ctx(mode):
-            for _ in range(300):
-                fn()
-    torch.cuda.synchronize()
-    samples = {k: [] for k in fns}
-    for _ in range(reps):
-        for (mode, name), fn in fns.items():
-            with ctx(mode):
-                t0 = time.perf_counter_ns()
-                for _ in range(calls):
-                    fn()
-                t1 = time.perf_counter_ns()
-            torch.cuda.synchronize()
-            samples[(mode, name)].append((t1 - t0) / calls / 1000.0)
-    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def gpu_ms(fn, reps=50) -> float:
@@ -104,7 +82,7 @@ def host_table():
         "torch.library.triton_op": lambda: tl_op(x, 0.5),
     }
     fns = {(m, k): f for m in ("grad", "inference") for k, f in rows.items()}
-    res = bench_host(fns)
+    res = bench_all(fns)
     base = {m: res[(m, "torch.sigmoid")] for m in ("grad", "inference")}
     print(f"\nPer-call host cost, {N} float32 elements (medians of 21 batches of 2000 calls, interleaved)\n")
     print("| per call | grad mode | `inference_mode` |\n| --- | --- | --- |")
