@@ -145,10 +145,14 @@ class LoadedKernel:
             check(cu.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
             try:
                 f = check(cu.cuKernelGetFunction(self._kernel), f"{self.label}: cuKernelGetFunction")
+                self._configure(cu, f)
             finally:
                 cu.cuCtxPopCurrent()
             self._functions[device] = f
             return f
+
+    def _configure(self, cu, f) -> None:
+        """Set function attributes before ``f`` is handed out (under its device's context)."""
 
 
 _ALIGN = {"Q": 8, "q": 8, "i": 4, "I": 4, "f": 4, "?": 1, "b": 1, "B": 1, "h": 2, "H": 2}

@@ -32,7 +32,7 @@ import torch
 from . import abi as _abi
 from .errors import InputError, KernelABIError, LaunchError, NoCudaDeviceError, PtxVersionError, SpecError
 from .expr import Const, Expr, ShapeEvaluator, evaluate
-from .launch import LoadedKernel, ParamPack, check, driver, ensure_driver, driver_version, PrimaryContext
+from .launch import LoadedKernel, ParamPack, check, driver, driver_version
 from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan, build_plan
 from .registry import KernelOp
 from .spec import Custom, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
@@ -101,31 +101,13 @@ class TritonLoadedKernel(LoadedKernel):
         super().__init__(image, symbol, label)
         self.shared = shared
 
-    def _load(self, device: int):
-        with self._lock:
-            f = self._functions.get(device)
-            if f is not None:
-                return f
-            cu = driver()
-            ensure_driver()
-            if self._library is None:
-                self._library = check(cu.cuLibraryLoadData(self.image, None, None, 0, None, None, 0),
-                                      f"{self.label}: cuLibraryLoadData")
-                self._kernel = check(cu.cuLibraryGetKernel(self._library, self.symbol.encode()),
-                                     f"{self.label}: cuLibraryGetKernel({self.symbol!r})")
-            check(cu.cuCtxPushCurrent(PrimaryContext.get(device)), "cuCtxPushCurrent")
-            try:
-                f = check(cu.cuKernelGetFunction(self._kernel), f"{self.label}: cuKernelGetFunction")
-                if self.shared > _MAX_STATIC_SMEM:
-                    check(cu.cuFuncSetAttribute(
-                        f, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared),
-                        f"{self.label}: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={self.shared}) (the device "
-                        "has less shared memory per block than this Triton config needs; use a smaller BLOCK or "
-                        "fewer num_stages)")
-            finally:
-                cu.cuCtxPopCurrent()
-            self._functions[device] = f
-            return f
+    def _configure(self, cu, f) -> None:
+        if self.shared > _MAX_STATIC_SMEM:
+            check(cu.cuFuncSetAttribute(
+                f, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared),
+                f"{self.label}: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={self.shared}) (the device "
+                "has less shared memory per block than this Triton config needs; use a smaller BLOCK or "
+                "fewer num_stages)")
 
 
 @dataclass
