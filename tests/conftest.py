@@ -38,3 +38,17 @@ def load_example(name: str):
     sys.modules[mod_name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def tt():
+    """(tensorrt, torch_tensorrt) over trt_kernels.testing's emulator, for the rest of the session
+    (the emulated tier's tests; conftest runs them after all others)."""
+    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
+
+    reason = emulation_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"emulated Torch-TensorRT tier unavailable: {reason}")
+    trt, torch_tensorrt = emulate_tensorrt()
+    assert trt.__emulated__ and "libnvinfer emulated" in trt.__emulated__
+    return trt, torch_tensorrt

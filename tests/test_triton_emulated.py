@@ -16,23 +16,11 @@ triton = pytest.importorskip("triton", reason="triton is not installed (pip inst
 
 import trt_kernels as ttk  # noqa: E402
 from trt_kernels import registry  # noqa: E402
+import emulated as emu  # noqa: E402
 from kernels import SIGMOID, unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
 
 pytestmark = pytest.mark.trt_emulated
-
-
-@pytest.fixture(scope="module")
-def tt():
-    """(tensorrt, torch_tensorrt), emulated, for the rest of the session (as tests/test_trt_emulated.py)."""
-    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
-
-    reason = emulation_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"emulated Torch-TensorRT tier unavailable: {reason}")
-    trt, torch_tensorrt = emulate_tensorrt()
-    assert trt.__emulated__ and "libnvinfer emulated" in trt.__emulated__
-    return trt, torch_tensorrt
 
 
 def _op(name):
@@ -71,16 +59,6 @@ def reference(x, w):
     return z + x, z * x
 
 
-def _compile(tt, model, inputs, **kw):
-    kw.setdefault("enabled_precisions", {torch.float32})
-    return tt[1].compile(model.cuda().eval(), ir="dynamo", inputs=list(inputs), min_block_size=1, **kw)
-
-
-def _layers(gm):
-    mods = [m for _, m in gm.named_modules() if type(m).__name__ == "PythonTorchTensorRTModule"]
-    return [layer for m in mods for layer in m.engine._plan["layers"]]
-
-
 def _check(out, ref, tol=1e-4):
     for o, r in zip(out, ref):
         torch.testing.assert_close(o, r, atol=tol, rtol=tol)
@@ -88,8 +66,8 @@ def _check(out, ref, tol=1e-4):
 
 def test_triton_and_cuda_ops_in_one_engine(tt, names):
     x, w = torch.randn(16, 300, device="cuda"), torch.randn(300, device="cuda")
-    trt_model = _compile(tt, Mixed(names), [x, w])
-    layers = _layers(trt_model)
+    trt_model = emu.compile_trt(tt, Mixed(names), [x, w])
+    layers = emu.layers(trt_model)
     assert [layer["plugin"] for layer in layers] == [names[k] for k in ("scale", "sig", "rms", "am")]
     assert {layer["kind"] for layer in layers} == {"aot_plugin"}
     assert [layer["kernel_name"] for layer in layers] == ["scale_shift_kernel", "my_sigmoid", "rmsnorm_kernel",
@@ -102,7 +80,7 @@ def test_triton_and_cuda_ops_in_one_engine(tt, names):
 def test_dynamic_batch(tt, names):
     spec = tt[1].Input(min_shape=(1, 512), opt_shape=(8, 512), max_shape=(64, 512), dtype=torch.float32)
     wspec = tt[1].Input(shape=(512,), dtype=torch.float32)
-    trt_model = _compile(tt, Mixed(names), [spec, wspec])
+    trt_model = emu.compile_trt(tt, Mixed(names), [spec, wspec])
     w = torch.randn(512, device="cuda")
     for b in (1, 7, 64):
         x = torch.randn(b, 512, device="cuda")
@@ -119,8 +97,8 @@ def test_every_triton_tactic_builds_and_matches(tt, names, tactic):
 
     x = torch.randn(5, 3333, device="cuda")
     with force_tactic(names["scale"], tactic):
-        trt_model = _compile(tt, One(), [x])
-    (layer,) = _layers(trt_model)
+        trt_model = emu.compile_trt(tt, One(), [x])
+    (layer,) = emu.layers(trt_model)
     assert layer["tactic"] == tactic and layer["tactics"] == [1, 2, 3]
     torch.testing.assert_close(trt_model(x), x * -1.25 + 1.0)
 
@@ -132,7 +110,7 @@ def test_half_precision(tt, names, dtype):
             return _op(names["rms"])(x, w, 1e-5)
 
     x, w = torch.randn(9, 777, device="cuda", dtype=dtype), torch.randn(777, device="cuda", dtype=dtype)
-    trt_model = _compile(tt, R(), [x, w])
+    trt_model = emu.compile_trt(tt, R(), [x, w])
     out = trt_model(x, w)
     assert out.dtype == dtype
     torch.testing.assert_close(out, R()(x, w), atol=0, rtol=0)  # same PTX semantics, same bits
@@ -150,8 +128,8 @@ def test_scratch_kernel_runs_as_a_jit_layer(tt, names):
             return _op(names["tma"])(x)
 
     x = torch.randn(64, 48, device="cuda")
-    trt_model = _compile(tt, C(), [x])
-    assert [layer["kind"] for layer in _layers(trt_model)] == ["jit_plugin"]
+    trt_model = emu.compile_trt(tt, C(), [x])
+    assert [layer["kind"] for layer in emu.layers(trt_model)] == ["jit_plugin"]
     torch.testing.assert_close(trt_model(x), x, atol=0, rtol=0)
 
 
@@ -178,7 +156,7 @@ def test_save_and_reload_in_a_fresh_process_without_trt_kernels_or_triton(tt, na
     from trt_kernels.testing import fresh_process_env, load_compiled, save_compiled
 
     x, w = torch.randn(16, 300, device="cuda"), torch.randn(300, device="cuda")
-    trt_model = _compile(tt, Mixed(names), [x, w])
+    trt_model = emu.compile_trt(tt, Mixed(names), [x, w])
     path = tmp_path / "mixed.pt"
     save_compiled(trt_model, path)
     torch.save(x.cpu(), tmp_path / "x.pt")

@@ -22,6 +22,7 @@ import torch
 import trt_kernels as ttk
 from trt_kernels import registry
 from conftest import load_example
+import emulated as emu
 from kernels import ROW_SUM, SIGMOID, TEMPLATE_SIGMOID, unique
 
 pytestmark = pytest.mark.trt_emulated
@@ -30,36 +31,8 @@ ATOL = RTOL = 1e-4
 
 
 @pytest.fixture(scope="module")
-def tt():
-    """(tensorrt, torch_tensorrt), emulated, for the rest of the session."""
-    from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
-
-    reason = emulation_unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"emulated Torch-TensorRT tier unavailable: {reason}")
-    trt, torch_tensorrt = emulate_tensorrt()
-    assert trt.__emulated__ and "libnvinfer emulated" in trt.__emulated__
-    return trt, torch_tensorrt
-
-
-@pytest.fixture(scope="module")
 def ex(tt):
     return load_example("cuda_kernel_op")
-
-
-def _compile(tt, model, inputs, **kw):
-    kw.setdefault("enabled_precisions", {torch.float32})
-    return tt[1].compile(model.cuda().eval(), ir="dynamo", inputs=list(inputs), min_block_size=1, **kw)
-
-
-def _engines(gm):
-    """The emulated engines of every TensorRT submodule of a compiled module."""
-    mods = [m for _, m in gm.named_modules() if type(m).__name__ == "PythonTorchTensorRTModule"]
-    return [m.engine for m in mods]
-
-
-def _layers(gm):
-    return [layer for eng in _engines(gm) for layer in eng._plan["layers"]]
 
 
 def _targets(gm):
@@ -98,9 +71,9 @@ def _seed_cases(ex):
 @pytest.mark.parametrize("case", range(7), ids=["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos"])
 def test_seed_case_runs_inside_the_engine(tt, ex, case):
     name, model, inputs, ref = _seed_cases(ex)[case]
-    trt_model = _compile(tt, model, inputs)
+    trt_model = emu.compile_trt(tt, model, inputs)
     assert _fallback_targets(trt_model, "kern_ex") == [], "the op fell back to PyTorch"
-    layers = _layers(trt_model)
+    layers = emu.layers(trt_model)
     kop = registry.get(f"kern_ex::{name}")
     want = "aot_plugin" if kop.trt.get("aot") == "yes" else "jit_plugin"
     assert [layer["kind"] for layer in layers] == [want], layers
@@ -115,7 +88,7 @@ def test_seed_case_runs_inside_the_engine(tt, ex, case):
 
 def test_dynamic_batch_min_opt_max(tt, ex):
     spec = tt[1].Input(min_shape=(1, 300), opt_shape=(8, 300), max_shape=(32, 300), dtype=torch.float32)
-    trt_model = _compile(tt, ex.RowSumModel(), [spec])
+    trt_model = emu.compile_trt(tt, ex.RowSumModel(), [spec])
     assert _fallback_targets(trt_model, "kern_ex") == []
     for batch in (1, 5, 8, 17, 32):
         x = torch.randn(batch, 300, device="cuda")
@@ -124,7 +97,7 @@ def test_dynamic_batch_min_opt_max(tt, ex):
 
 def test_dynamic_batch_out_of_profile_is_refused(tt, ex):
     spec = tt[1].Input(min_shape=(1, 64), opt_shape=(4, 64), max_shape=(8, 64), dtype=torch.float32)
-    trt_model = _compile(tt, ex.SigmoidModel(), [spec])
+    trt_model = emu.compile_trt(tt, ex.SigmoidModel(), [spec])
     # as with real TensorRT: set_input_shape fails (logged, naming the profile), output shapes stay
     # unknown (-1) and Torch-TensorRT's Python runtime cannot allocate the output
     with pytest.raises(Exception, match="profile|negative dimension"):
@@ -139,11 +112,11 @@ class _Chain(torch.nn.Module):
 
 def test_scalar_and_multi_output_ops_chained_in_one_engine(tt, ex):
     x = torch.randn(16, 257, device="cuda")
-    trt_model = _compile(tt, _Chain(), [x])
+    trt_model = emu.compile_trt(tt, _Chain(), [x])
     assert _fallback_targets(trt_model, "kern_ex") == []
-    engines = _engines(trt_model)
+    engines = emu.engines(trt_model)
     assert len(engines) == 1, "three of our ops in a row must become one engine"
-    assert [layer["plugin"] for layer in _layers(trt_model)] == ["kern_ex::scale", "kern_ex::sin_cos", "kern_ex::add"]
+    assert [layer["plugin"] for layer in emu.layers(trt_model)] == ["kern_ex::scale", "kern_ex::sin_cos", "kern_ex::add"]
     _check(trt_model(x), torch.sin(0.75 * x) + torch.cos(0.75 * x))
 
 
@@ -154,10 +127,10 @@ class _WithNative(torch.nn.Module):
 
 def test_native_op_kept_in_pytorch_with_torch_executed_ops(tt, ex):
     x = torch.randn(3, 1000, device="cuda")
-    trt_model = _compile(tt, _WithNative(), [x],
+    trt_model = emu.compile_trt(tt, _WithNative(), [x],
                          torch_executed_ops={"torch.ops.aten.sin.default", "torch.ops.aten.add.Tensor"})
     assert "aten.sin.default" in _targets(trt_model) and _fallback_targets(trt_model, "kern_ex") == []
-    assert [layer["plugin"] for layer in _layers(trt_model)] == ["kern_ex::sigmoid"]
+    assert [layer["plugin"] for layer in emu.layers(trt_model)] == ["kern_ex::sigmoid"]
     _check(trt_model(x), torch.sin(torch.sigmoid(x)) + 1.0, atol=1e-5, rtol=1e-4)
 
 
@@ -165,7 +138,7 @@ def test_a_native_layer_the_emulator_lacks_fails_the_build_by_name(tt, ex):
     """Strictness: the emulator builds plugin-only networks; a unary layer is refused by name."""
     x = torch.randn(64, device="cuda")
     with pytest.raises(Exception, match="add_unary|UNARY|Unary"):
-        _compile(tt, _WithNative(), [x], pass_through_build_failures=True)
+        emu.compile_trt(tt, _WithNative(), [x], pass_through_build_failures=True)
 
 
 def _declare(name, spec):
@@ -204,16 +177,16 @@ def test_every_tactic_builds_and_matches(tt, tactic_ops, which, tactic):
     x = torch.randn(7, 333, device="cuda")
     ref = torch.sigmoid(x) if which == 0 else x.sum(-1)
     with force_tactic(name, tactic):
-        trt_model = _compile(tt, _OpModel(name), [x])
-    (layer,) = _layers(trt_model)
+        trt_model = emu.compile_trt(tt, _OpModel(name), [x])
+    (layer,) = emu.layers(trt_model)
     assert layer["tactic"] == tactic and layer["tactics"] == [1, 2, 3]
     _check(trt_model(x), ref, atol=1e-4 if which == 0 else 1e-3, rtol=1e-4)
 
 
 def test_timed_build_picks_one_of_the_tactics(tt, tactic_ops):
     x = torch.randn(64, 4096, device="cuda")
-    trt_model = _compile(tt, _OpModel(tactic_ops[0]), [x])
-    (layer,) = _layers(trt_model)
+    trt_model = emu.compile_trt(tt, _OpModel(tactic_ops[0]), [x])
+    (layer,) = emu.layers(trt_model)
     assert layer["tactic"] in (1, 2, 3)
     _check(trt_model(x), torch.sigmoid(x))
 
@@ -230,8 +203,8 @@ def template_op(tt):
 @pytest.mark.parametrize("n", [1, 255, 4097])
 def test_half_precision_template_kernels(tt, template_op, dtype, n):
     x = torch.randn(n, device="cuda", dtype=dtype)
-    trt_model = _compile(tt, _OpModel(template_op), [x])
-    (layer,) = _layers(trt_model)
+    trt_model = emu.compile_trt(tt, _OpModel(template_op), [x])
+    (layer,) = emu.layers(trt_model)
     assert layer["kind"] == "aot_plugin"
     out = trt_model(x)
     assert out.dtype == dtype
@@ -245,7 +218,7 @@ def test_half_precision_template_kernels(tt, template_op, dtype, n):
                    "TensorRT with the C++ runtime this is tests/test_tensorrt.py's job")
 def test_torch_tensorrt_save_exported_program(tt, ex, tmp_path):
     x = torch.randn(4, 128, device="cuda")
-    trt_model = _compile(tt, ex.SigmoidModel(), [x])
+    trt_model = emu.compile_trt(tt, ex.SigmoidModel(), [x])
     tt[1].save(trt_model, str(tmp_path / "m.ep"), inputs=[x])
     loaded = tt[1].load(str(tmp_path / "m.ep")).module()
     _check(loaded(x), torch.sigmoid(x))
@@ -270,8 +243,8 @@ def test_save_load_in_process_and_in_a_fresh_process_without_trt_kernels(tt, ex,
     from trt_kernels.testing import fresh_process_env, load_compiled, save_compiled
 
     x = torch.randn(16, 257, device="cuda")
-    trt_model = _compile(tt, _Chain(), [x])
-    assert {layer["kind"] for layer in _layers(trt_model)} == {"aot_plugin"}
+    trt_model = emu.compile_trt(tt, _Chain(), [x])
+    assert {layer["kind"] for layer in emu.layers(trt_model)} == {"aot_plugin"}
     path, xpath = tmp_path / "chain.pt", tmp_path / "x.pt"
     save_compiled(trt_model, path)
     torch.save(x.cpu(), xpath)
@@ -298,10 +271,10 @@ def test_jit_layer_needs_its_plugin_in_the_reloading_process(tt, tmp_path):
     ttk.cuda_kernel_op(name, ttk.KernelSpec(kernel_source=SIGMOID, kernel_name="my_sigmoid",
                                             inputs=[ttk.InputDecl("x")]), meta_fn=sigmoid_like, eager_fn=eager)
     x = torch.randn(1000, device="cuda")
-    trt_model = _compile(tt, _OpModel(name), [x])
-    assert [layer["kind"] for layer in _layers(trt_model)] == ["jit_plugin"]
+    trt_model = emu.compile_trt(tt, _OpModel(name), [x])
+    assert [layer["kind"] for layer in emu.layers(trt_model)] == ["jit_plugin"]
     _check(trt_model(x), torch.sigmoid(x))
-    eng = _engines(trt_model)[0]
+    eng = emu.engines(trt_model)[0]
     blob = bytes(eng.serialize())
     (tmp_path / "e.plan").write_bytes(blob)
     from trt_kernels.testing import fresh_process_env
