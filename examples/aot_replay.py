@@ -13,7 +13,7 @@ import sys
 import torch
 
 import trt_kernels as ttk
-from trt_kernels.testing.replay import aot_replay
+from trt_kernels.testing import aot_replay
 
 HERE = pathlib.Path(__file__).resolve().parent
 

@@ -29,12 +29,12 @@ SHIM_PATH = str(HERE / "shim")
 _BOOTSTRAP = "_trt_kernels_emulator_bootstrap"
 
 _LAZY = {
-    "standin": "standin", "Standin": "standin", "BuildResult": "standin", "standin_fixture": "standin",
-    "unavailable_reason": "standin",
-    "aot_replay": "replay", "jit_replay": "replay", "ReplayResult": "replay",
-    "emulate_tensorrt": "emulated", "emulation_unavailable_reason": "emulated", "pure_torch_tensorrt": "emulated",
-    "fresh_process_env": "emulated", "force_tactic": "emulated", "save_compiled": "emulated",
-    "load_compiled": "emulated", "is_emulated": "emulated",
+    "standin": "_standin", "Standin": "_standin", "BuildResult": "_standin", "standin_fixture": "_standin",
+    "unavailable_reason": "_standin",
+    "aot_replay": "_replay", "jit_replay": "_replay", "ReplayResult": "_replay",
+    "emulate_tensorrt": "_emulated", "emulation_unavailable_reason": "_emulated", "pure_torch_tensorrt": "_emulated",
+    "fresh_process_env": "_emulated", "force_tactic": "_emulated", "save_compiled": "_emulated",
+    "load_compiled": "_emulated", "is_emulated": "_emulated",
 }
 
 __all__ = ["SHIM_PATH", "bootstrap", *_LAZY]

@@ -9,7 +9,7 @@ import trt_kernels as ttk
 from trt_kernels import registry
 from trt_kernels.converters import convert, split_arguments
 from trt_kernels.expr import SizesEvaluator, evaluate
-from trt_kernels.testing import standin
+from trt_kernels.testing import _standin as standin
 from trt_kernels.plugins.qdp import float_bits, register_plugin
 from kernels import mixed_spec, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
 

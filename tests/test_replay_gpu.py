@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import load_example
-from trt_kernels.testing import standin
+from trt_kernels.testing import _standin as standin
 
 pytestmark = [
     pytest.mark.gpu,
@@ -23,7 +23,7 @@ def replay_cases():
 
 def test_every_case_dtype_and_tactic(replay_cases):
     ex, seed = replay_cases
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     failures = []
     count = 0
@@ -44,7 +44,7 @@ def test_every_case_dtype_and_tactic(replay_cases):
 
 
 def test_tactic_changes_the_launch(replay_cases):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     x = torch.randn(4097, device="cuda")
     blocks = {aot_replay("kern_replay::sigmoid_tactics", x, tactic=t).block[0] for t in (1, 2, 3)}
@@ -53,7 +53,7 @@ def test_tactic_changes_the_launch(replay_cases):
 
 def test_scalar_travels_as_float_bits(replay_cases):
     from trt_kernels.plugins.qdp import float_bits
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     x = torch.randn(300, device="cuda")
     res = aot_replay("kern_ex::scale", x, -1.25)
@@ -61,7 +61,7 @@ def test_scalar_travels_as_float_bits(replay_cases):
 
 
 def test_empty_input_launches_nothing(replay_cases):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     res = aot_replay("kern_ex::sigmoid", torch.randn(0, 4, device="cuda"))
     assert not res.launched and res.outputs[0].shape == (0, 4) and res.bitwise_equal
@@ -71,7 +71,7 @@ def test_empty_input_launches_nothing(replay_cases):
 def test_jit_impl_through_nvidia_enqueue(replay_cases, case):
     """The JIT plugin (used by override-path ops without aot_fn, and as a fallback) run the way
     TensorRT runs it: NVIDIA's enqueue wraps the buffers in trtp.Tensor and calls our impl."""
-    from trt_kernels.testing.replay import jit_replay
+    from trt_kernels.testing import jit_replay
 
     x = torch.randn(33, 47, device="cuda")
     args = {"sigmoid": (x,), "scale": (x, 0.625), "row_sum": (x,), "sin_cos": (x,), "repeat2": (x.reshape(-1),)}[case]

@@ -11,7 +11,7 @@ import pytest
 import trt_kernels as ttk
 from trt_kernels import plugins, registry
 from trt_kernels.plugins import qdp_usable
-from trt_kernels.testing import standin
+from trt_kernels.testing import _standin as standin
 from trt_kernels.status import status
 from kernels import scale_spec, sigmoid_spec, unique
 

@@ -217,7 +217,7 @@ def test_int_scalar_is_a_32bit_parameter():
 
 @pytest.fixture
 def env(monkeypatch):
-    from trt_kernels.testing import standin
+    from trt_kernels.testing import _standin as standin
 
     reason = standin.unavailable_reason()
     if reason is not None:

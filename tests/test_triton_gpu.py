@@ -10,7 +10,7 @@ triton = pytest.importorskip("triton", reason="triton is not installed (pip inst
 
 import trt_kernels as ttk  # noqa: E402
 from trt_kernels import registry  # noqa: E402
-from trt_kernels.testing import standin  # noqa: E402
+from trt_kernels.testing import _standin as standin  # noqa: E402
 from kernels import SIGMOID, unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
 
@@ -162,7 +162,7 @@ needs_trtp = pytest.mark.skipif(standin.unavailable_reason() is not None,
 @pytest.mark.parametrize("tactic", [1, 2, 3])
 @pytest.mark.parametrize("n", [1, 1025, 70000])
 def test_aot_replay_bit_for_bit_every_tactic(ops, dtype, tactic, n):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     res = aot_replay(ops[1]["scale"], _rand(n, dtype=dtype), -0.75, tactic=tactic)
     assert res.tactic == tactic and res.kernel_name == "scale_shift_kernel"
@@ -173,7 +173,7 @@ def test_aot_replay_bit_for_bit_every_tactic(ops, dtype, tactic, n):
 @DT
 @pytest.mark.parametrize("shape", [(1, 1), (7, 333), (64, 1024), (3, 2500)])
 def test_aot_replay_rmsnorm(ops, dtype, shape):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     res = aot_replay(ops[1]["rms"], _rand(*shape, dtype=dtype), _rand(shape[-1], dtype=dtype), 1e-6)
     assert res.bitwise_equal, res.max_abs_diff()
@@ -182,7 +182,7 @@ def test_aot_replay_rmsnorm(ops, dtype, shape):
 @needs_trtp
 @DT
 def test_aot_replay_two_outputs(ops, dtype):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     res = aot_replay(ops[1]["am"], _rand(3001, dtype=dtype), _rand(3001, dtype=dtype))
     assert len(res.outputs) == 2 and res.bitwise_equal
@@ -190,7 +190,7 @@ def test_aot_replay_two_outputs(ops, dtype):
 
 @needs_trtp
 def test_aot_replay_empty_launches_nothing(ops):
-    from trt_kernels.testing.replay import aot_replay
+    from trt_kernels.testing import aot_replay
 
     res = aot_replay(ops[1]["scale"], _rand(0, 4), 1.0)
     assert not res.launched and res.bitwise_equal
@@ -199,7 +199,7 @@ def test_aot_replay_empty_launches_nothing(ops):
 @needs_trtp
 @pytest.mark.parametrize("which", ["scale", "rms", "am", "tma"])
 def test_jit_replay_through_nvidia_enqueue(ops, which):
-    from trt_kernels.testing.replay import jit_replay
+    from trt_kernels.testing import jit_replay
 
     if which == "tma" and torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("sm_90+")

@@ -11,7 +11,7 @@ import trt_kernels as ttk
 from trt_kernels import registry
 from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.plugins.qdp import float_bits, register_plugin
-from trt_kernels.testing import standin
+from trt_kernels.testing import _standin as standin
 from kernels import row_sum_spec, scale_spec, sigmoid_spec, unique
 
 

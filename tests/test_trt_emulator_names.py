@@ -22,7 +22,7 @@ from typing import Dict, Optional, Set, Tuple
 import pytest
 
 import trt_kernels.testing as testing
-from trt_kernels.testing import standin
+from trt_kernels.testing import _standin as standin
 
 EMULATOR_DIR = pathlib.Path(testing.__file__).resolve().parent / "trt_emulator"
 NATIVE = "tensorrt.tensorrt"  # the module name the emulator is loaded under

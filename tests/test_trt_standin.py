@@ -16,7 +16,7 @@ from typing import List, Tuple, Union
 import numpy as np
 import pytest
 
-from trt_kernels.testing import standin as trt_standin
+from trt_kernels.testing import _standin as trt_standin
 
 _REASON = trt_standin.unavailable_reason()
 pytestmark = pytest.mark.skipif(

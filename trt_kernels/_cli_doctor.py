@@ -144,7 +144,7 @@ def gather() -> Dict[str, Any]:
     f["torch_tensorrt_module"] = getattr(ttrt, "__version__", None) if ttrt is not None else None
     try:
         from .testing import emulation_unavailable_reason
-        from .testing.standin import unavailable_reason
+        from .testing._standin import unavailable_reason
 
         f["emulation"] = emulation_unavailable_reason()
         f["standin"] = unavailable_reason()

@@ -71,7 +71,7 @@ def skip_reasons() -> Dict[str, Optional[str]]:
             reasons["tensorrt"] += "; tensorrt is not installed"
         return reasons
     from .testing import emulation_unavailable_reason
-    from .testing.standin import unavailable_reason
+    from .testing._standin import unavailable_reason
 
     st = unavailable_reason()
     if st is not None:
@@ -121,7 +121,7 @@ def run_replay(cases, namespace: str, kind: str) -> List[Result]:
     import torch
 
     from . import _seed_cases as sc
-    from .testing.replay import aot_replay, jit_replay
+    from .testing._replay import aot_replay, jit_replay
 
     fn = aot_replay if kind == "aot_replay" else jit_replay
     dev = torch.device("cuda")

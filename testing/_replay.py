@@ -31,7 +31,7 @@ from trt_kernels import registry
 from trt_kernels.plugins.qdp import register_plugin
 from trt_kernels.plugins.shapes import torch_dtype
 
-from .standin import standin
+from ._standin import standin
 
 _TRT_NAMES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16", torch.int32: "INT32",
               torch.int8: "INT8", torch.bool: "BOOL", torch.int64: "INT64", torch.uint8: "UINT8"}
