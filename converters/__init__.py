@@ -13,17 +13,22 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from trt_kernels.errors import InputError
+from trt_kernels.errors import InputError, UnregisteredOpError
+from trt_kernels.registry import lookup
 
 
 def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[List[Tuple[str, Any]], Dict[str, Any]]:
     """``([(tensor name, value) ...], {scalar name: python value})`` from FX args/kwargs in schema order."""
     decls = list(kop.spec.inputs)
     values = list(args)
-    for d in decls[len(values):]:
-        if d.name not in kwargs:
+    n_defaults = len(kop.defaults)
+    for i, d in enumerate(decls[len(values):], start=len(values)):
+        if d.name in kwargs:
+            values.append(kwargs[d.name])
+        elif i >= len(decls) - n_defaults:  # torch leaves out arguments equal to their schema defaults
+            values.append(kop.defaults[i - (len(decls) - n_defaults)])
+        else:
             raise InputError(f"{kop.op_name}: argument {d.name!r} is missing in the traced call")
-        values.append(kwargs[d.name])
     tensors, attrs = [], {}
     for d, kind, val in zip(decls, kop.v.arg_kinds, values):
         if kind == "tensor":
@@ -59,9 +64,18 @@ def register_converter(kop) -> None:
     plugin_op = getattr(getattr(trtp.op, kop.namespace), kop.name)
     opts = {k: v for k, v in kop.options.items() if v is not None}
     opts.setdefault("supports_dynamic_shapes", kop.supports_dynamic_shapes)
+    overload = kop.overload
+
+    op_name = kop.op_name
+    del kop  # the converter outlives re-declarations: it converts with the op's current declaration
 
     def converter(ctx, target, args, kwargs, name):
-        return convert(kop, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot)
+        current = lookup(op_name)
+        if current is None:
+            raise UnregisteredOpError(f"{op_name} was unregistered (trt_kernels.unregister). "
+                                      "Fix: declare it again before compiling a model that calls it")
+        return convert(current, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot)
 
-    converter.__name__ = f"convert_{kop.namespace}_{kop.name}"
-    dynamo_tensorrt_converter(kop.overload, **opts)(converter)
+    ns, name = op_name.split("::")
+    converter.__name__ = f"convert_{ns}_{name}"
+    dynamo_tensorrt_converter(overload, **opts)(converter)

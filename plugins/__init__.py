@@ -81,20 +81,72 @@ def _probe():
     return (trt, trtp), None
 
 
+# op name -> (plugin signature, PluginBuilder, status) of the QDP plugin registered under that name.
+# TensorRT's plugin registry cannot replace a plugin, so a re-declaration reuses the registered one
+# (its functions read the builder's current declaration) when the signature is the same, and is
+# refused before anything changes when it is not.
+_PLUGINS: Dict[str, tuple] = {}
+_CONVERTED: Dict[str, object] = {}  # op name -> the OpOverload its converter is registered for
+
+
+def _check_redeclaration(kop, old) -> None:
+    from trt_kernels.errors import SpecError
+
+    from .qdp import PluginBuilder
+
+    with _LOCK:
+        entry = _PLUGINS.get(kop.op_name)
+        if entry is None or "_modules" not in _STATE:
+            return
+        trt, trtp = _STATE["_modules"]
+    new = PluginBuilder(kop, trt, trtp).signature()
+    if new != entry[0]:
+        raise SpecError(
+            f"{kop.op_name}: its TensorRT plugin is already registered in this process with another signature "
+            f"({entry[0]} -> {new}), and TensorRT's plugin registry cannot replace a plugin. Fix: keep the inputs, "
+            "scalar types, outputs and AOT/JIT mode of the first declaration, use a new op name, or restart the process")
+
+
+def _forget_op(kop) -> None:
+    """An unregistered op: its plugin stays registered in TensorRT (it cannot be removed) but no longer
+    holds the declaration; building it raises UnregisteredOpError."""
+    with _LOCK:
+        entry = _PLUGINS.get(kop.op_name)
+        if entry is not None and entry[1].kop_or_none is kop:
+            entry[1].kop = None
+
+
 def _register_op(kop) -> None:
     from trt_kernels.converters import register_converter
 
-    from .qdp import register_plugin
+    from .qdp import PluginBuilder, register_plugin_builder
 
     trt, trtp = _STATE["_modules"]
-    try:
-        kop.trt.update(register_plugin(kop, trt, trtp))
-    except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable
-        kop.trt["plugin"] = f"failed: {type(e).__name__}: {e}"
-        _LOG.warning("trt_kernels: %s: TensorRT plugin registration failed: %s", kop.op_name, e)
-        return
+    with _LOCK:
+        entry = _PLUGINS.get(kop.op_name)
+        if entry is not None and entry[0] == PluginBuilder(kop, trt, trtp).signature():
+            entry[1].kop = kop  # the registered plugin serves the new declaration
+            kop.trt.update(entry[2])
+        elif entry is not None:  # refused by _check_redeclaration unless TensorRT came up in between
+            kop.trt["plugin"] = f"failed: the plugin {kop.op_name} is registered with another signature"
+            _LOG.warning("trt_kernels: %s: %s", kop.op_name, kop.trt["plugin"])
+            return
+        else:
+            try:
+                builder, status = register_plugin_builder(kop, trt, trtp)
+            except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable
+                kop.trt["plugin"] = f"failed: {type(e).__name__}: {e}"
+                _LOG.warning("trt_kernels: %s: TensorRT plugin registration failed: %s", kop.op_name, e)
+                return
+            _PLUGINS[kop.op_name] = (builder.signature(), builder, dict(status))
+            kop.trt.update(status)
+        if _CONVERTED.get(kop.op_name) is kop.overload:
+            kop.trt["converter"] = "registered (Torch-TensorRT dynamo)"
+            return
     try:
         register_converter(kop)
+        with _LOCK:
+            _CONVERTED[kop.op_name] = kop.overload
         kop.trt["converter"] = "registered (Torch-TensorRT dynamo)"
     except Exception as e:  # noqa: BLE001
         kop.trt["converter"] = f"failed: {type(e).__name__}: {e}"
@@ -121,6 +173,8 @@ def init(force: bool = False) -> bool:
         emulated = _emulated(mods[0])
         if emulated:  # trt_kernels.testing's emulator: say so wherever the state is shown
             _STATE["backend"] = emulated
+    registry.on_check(_check_redeclaration)
+    registry.on_remove(_forget_op)
     registry.on_register(_register_op)
     return True
 

@@ -25,12 +25,12 @@ kernel's parameter a 1-byte C ``bool``, the launch reads its low byte (little-en
 
 import inspect
 import struct
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
 from trt_kernels.dtypes import trt_name
-from trt_kernels.errors import InputError
+from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
 from trt_kernels.launch import driver_version
 from trt_kernels.ptxcheck import check_ptx_for_driver
@@ -48,7 +48,8 @@ class PluginBuilder:
     """The four plugin functions of one op, against a given ``tensorrt`` / ``tensorrt.plugin``."""
 
     def __init__(self, kop: KernelOp, trt, trtp):
-        self.kop = kop
+        self.op_name = kop.op_name
+        self.kop = kop  # the current declaration of the op (a re-declaration replaces it; unregistering clears it)
         self.trt = trt
         self.trtp = trtp
         v = kop.v
@@ -63,6 +64,28 @@ class PluginBuilder:
             self.n_out = len(kop.spec.outputs)
         else:
             self.n_out = len(self._meta_outputs(tuple(d.ndim or 1 for d in v.tensor_decls)))
+
+    @property
+    def kop(self) -> KernelOp:
+        kop = self._kop
+        if kop is None:
+            raise UnregisteredOpError(f"{self.op_name} was unregistered (trt_kernels.unregister); its TensorRT "
+                                      "plugin has no kernel. Fix: declare the op again before building an engine")
+        return kop
+
+    @kop.setter
+    def kop(self, kop: Optional[KernelOp]) -> None:
+        self._kop = kop
+
+    @property
+    def kop_or_none(self) -> Optional[KernelOp]:
+        return self._kop
+
+    def signature(self) -> tuple:
+        """What TensorRT's plugin registry fixed when the plugin was registered: the descriptor's inputs
+        and attributes, the number of outputs and whether there is an AOT implementation."""
+        return (tuple(self.tensor_names), tuple((d.name, d.py_type.__name__) for d in self.scalar_decls),
+                self.n_out, self.has_aot)
 
     # ----- signatures -----
     def _params(self, tensor_ann, extra: List[Tuple[str, Any]]) -> List[inspect.Parameter]:
@@ -241,6 +264,11 @@ class PluginBuilder:
 
 def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
     """Register the op's plugin with ``tensorrt.plugin``; returns what was registered."""
+    return register_plugin_builder(kop, trt, trtp)[1]
+
+
+def register_plugin_builder(kop: KernelOp, trt, trtp) -> Tuple[PluginBuilder, Dict[str, str]]:
+    """:func:`register_plugin`, also returning the :class:`PluginBuilder` whose functions were registered."""
     b = PluginBuilder(kop, trt, trtp)
     trtp.register(kop.op_name)(b.descriptor())
     trtp.autotune(kop.op_name)(b.autotune())
@@ -248,6 +276,6 @@ def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
     if b.has_aot:
         trtp.aot_impl(kop.op_name)(b.aot_impl())
     jit = "JIT (Python at run time)" + (f": {b.no_aot_reason}" if b.no_aot_reason else "")
-    return {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else jit,
-            "aot": "yes" if b.has_aot else "no"}
+    return b, {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else jit,
+               "aot": "yes" if b.has_aot else "no"}
 

@@ -195,23 +195,29 @@ def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):
 
 
 def _register(kop: KernelOp, schema: Optional[str]):
-    old = registry.remove(kop.op_name)
-    if old is not None:
-        _LOG.info("%s: re-registering (the previous declaration is replaced)", kop.op_name)
-        torch_op.unregister(old)
+    """Make ``kop`` the op of its name: everything that can refuse it is asked first (its schema, the
+    TensorRT side), so a refused re-declaration leaves the earlier one working; if torch refuses
+    the new kernels, the earlier declaration is put back."""
+    op = kop.op_name
+    if schema is not None and not isinstance(schema, str):
+        raise SpecError(f"{op}: schema: expected a str such as '(Tensor x) -> Tensor', got {type(schema).__name__}. "
+                        "Fix: pass the schema text, or leave schema out to derive it from the spec")
     kop.schema = schema if schema is not None else torch_op.build_schema(kop)
-    if not kop.schema.startswith("("):
-        raise SpecError(f"{kop.op_name}: schema {kop.schema!r} must start with the argument list, e.g. '(Tensor x) -> Tensor'")
-    try:
-        torch_op.register(kop)
-    except RuntimeError as e:
-        if "already" in str(e) or "multiple" in str(e).lower():
-            raise SpecError(
-                f"{kop.op_name}: torch already has an op of that name that trt_kernels did not register. "
-                "Fix: choose another name"
-            ) from e
-        raise
-    registry.add(kop)
+    torch_op.check_schema(kop)
+    with registry.name_lock(op):
+        old = registry.lookup(op)
+        registry.check_declaration(kop, old)
+        try:
+            torch_op.register(kop)
+        except Exception:
+            if old is not None:
+                torch_op.register(old)  # the earlier declaration keeps working
+            else:
+                torch_op.forget(op)
+            raise
+        if old is not None:
+            _LOG.info("%s: re-declared (the previous declaration is replaced)", op)
+        registry.add(kop)
     _init_tensorrt_side()
     return getattr(getattr(torch.ops, kop.namespace), kop.name)
 
@@ -252,8 +258,15 @@ def _init_tensorrt_side() -> None:
 
 
 def unregister(op_name: str) -> None:
-    """Remove an op registered by trt_kernels from torch (its Library fragment is destroyed)."""
-    kop = registry.remove(op_name)
-    if kop is None:
-        raise KeyError(f"{op_name!r} was not registered with trt_kernels")
-    torch_op.unregister(kop)
+    """Remove an op declared with trt_kernels: its kernels leave torch, and until the name is declared
+    again, calling it raises :class:`~trt_kernels.errors.UnregisteredOpError`.
+
+    Example::
+
+        ttk.unregister("my_kernels::sigmoid")
+    """
+    with registry.name_lock(op_name):
+        kop = registry.remove(op_name)
+        if kop is None:
+            raise KeyError(f"{op_name!r} was not registered with trt_kernels")
+        torch_op.unregister(kop)

@@ -29,3 +29,7 @@ class LaunchError(RuntimeError):
 
 class PtxVersionError(RuntimeError):
     """PTX written by an NVRTC newer than the CUDA driver can load."""
+
+
+class UnregisteredOpError(RuntimeError):
+    """The op was unregistered (or is being re-declared) and has no kernel right now."""

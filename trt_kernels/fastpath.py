@@ -289,6 +289,9 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     kinds = kop.v.arg_kinds
     tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
     params = ", ".join(f"a{i}" for i in range(len(kinds)))
+    # torch leaves out trailing arguments equal to their schema defaults: they default here too
+    first_default = len(kinds) - len(kop.defaults)
+    signature = ", ".join(f"a{i}" if i < first_default else f"a{i}=_default{i}" for i in range(len(kinds)))
     if len(tpos) == 1:
         key = f"(a{tpos[0]}.dtype, a{tpos[0]}.dim())"
     else:
@@ -302,6 +305,8 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
         f"    return fn({params})",
     ]
     ns: Dict[str, Any] = {"_get": entries.get}
+    for i, value in enumerate(kop.defaults):
+        ns[f"_default{first_default + i}"] = value
     inlined: List[Tuple] = []
     lock = threading.Lock()
     label = f"<trt_kernels dispatcher {kop.op_name}>"
@@ -310,7 +315,7 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
         return new_entry(key, args)
 
     def source() -> str:
-        lines = [f"def dispatch({params}):"]
+        lines = [f"def dispatch({signature}):"]
         for i, (k, parts) in enumerate(inlined):
             dts, dims = k[: len(tpos)], k[len(tpos):]
             guard = [f"a{p}.dtype is _key{i}_{j}" for j, p in enumerate(tpos)]

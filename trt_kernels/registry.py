@@ -40,6 +40,9 @@ class KernelOp:
     backward: Optional[Callable[..., Any]] = None
     setup_context: Optional[Callable[..., Any]] = None
     options: Dict[str, Any] = field(default_factory=dict)
+    # default values of the schema's trailing arguments (torch leaves out arguments equal to their
+    # defaults when it calls a kernel, and in traced graphs): filled back in by every caller
+    defaults: Tuple[Any, ...] = ()
     # filled in as the op is used
     library: Any = None
     cuda_impl: Any = None  # the function registered as the op's CUDA kernel
@@ -78,6 +81,16 @@ class KernelOp:
 
     def name_expression(self, dtype: torch.dtype) -> str:
         return kernel_name_for(self.spec, dtype)
+
+    def with_defaults(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        """``args`` with the trailing arguments torch left out (equal to their defaults) filled in."""
+        n = len(self.v.arg_kinds)
+        if len(args) >= n or not self.defaults:
+            return args
+        missing = n - len(args)
+        if missing > len(self.defaults):
+            return args  # too few arguments: the caller's own check names the missing one
+        return tuple(args) + self.defaults[len(self.defaults) - missing:]
 
     # ----- compile -----
     def resolve_arch(self, arch: Optional[str] = None) -> str:
@@ -209,6 +222,18 @@ def _with_headers(source: str, kernel_dtypes, v: Validated) -> str:
 _REGISTRY: Dict[str, KernelOp] = {}
 _REG_LOCK = threading.RLock()
 _listeners: List[Callable[[KernelOp], None]] = []
+_checkers: List[Callable[[KernelOp, Optional[KernelOp]], None]] = []  # before a (re-)declaration takes effect
+_removers: List[Callable[[KernelOp], None]] = []  # after an op is unregistered
+
+# Declarations and unregistering of one name are serialized (threads declaring the same name would
+# otherwise race on torch's registration); different names proceed in parallel. A fixed set of
+# locks, picked by the name's hash, so the locks do not grow with the names ever declared.
+_NAME_LOCKS = tuple(threading.RLock() for _ in range(64))
+
+
+def name_lock(op_name: str) -> threading.RLock:
+    """The lock serializing declarations and unregistering of ``op_name``."""
+    return _NAME_LOCKS[hash(op_name) % len(_NAME_LOCKS)]
 
 
 _DEFER = threading.local()
@@ -253,7 +278,41 @@ def add(kop: KernelOp) -> None:
 
 def remove(op_name: str) -> Optional[KernelOp]:
     with _REG_LOCK:
-        return _REGISTRY.pop(op_name, None)
+        kop = _REGISTRY.pop(op_name, None)
+        removers = list(_removers)
+    if kop is not None:
+        for fn in removers:
+            fn(kop)
+    return kop
+
+
+def lookup(op_name: str) -> Optional[KernelOp]:
+    """The op declared under ``op_name``, or None."""
+    with _REG_LOCK:
+        return _REGISTRY.get(op_name)
+
+
+def check_declaration(kop: KernelOp, old: Optional[KernelOp]) -> None:
+    """Ask every checker (the TensorRT side) whether ``kop`` may replace ``old``; they raise
+    :class:`SpecError` before anything of ``old`` is touched."""
+    with _REG_LOCK:
+        checkers = list(_checkers)
+    for fn in checkers:
+        fn(kop, old)
+
+
+def on_check(fn: Callable[[KernelOp, Optional[KernelOp]], None]) -> None:
+    """Call ``fn(new, old)`` before every later declaration takes effect (it may refuse it)."""
+    with _REG_LOCK:
+        if fn not in _checkers:
+            _checkers.append(fn)
+
+
+def on_remove(fn: Callable[[KernelOp], None]) -> None:
+    """Call ``fn(kop)`` after every later unregistering of an op."""
+    with _REG_LOCK:
+        if fn not in _removers:
+            _removers.append(fn)
 
 
 def on_register(fn: Callable[[KernelOp], None]) -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import struct
 import threading
+from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
-from .errors import InputError, NoCudaDeviceError
+from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
 from .fastpath import build_dispatcher, build_launcher, relaunch, scalar_error
 from .launch import driver
@@ -36,6 +37,56 @@ def build_schema(kop: KernelOp) -> str:
     n = len(kop.spec.outputs)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
+
+
+_SCHEMA_TYPE = {float: "float", int: "int", bool: "bool"}  # torch prints SymInt as int
+
+
+def check_schema(kop: KernelOp) -> None:
+    """Check the op's schema (derived or given) against its declaration and record the defaults of
+    its trailing arguments in ``kop.defaults``; :class:`SpecError` naming the argument otherwise."""
+    op = kop.op_name
+    parsed = parse_schema(op, kop.schema)
+    decls = list(kop.spec.inputs or ())
+    args = list(parsed.arguments)
+
+    def bad(where: str, msg: str, fix: str) -> SpecError:
+        return SpecError(f"{op}: schema {kop.schema!r}: {where}: {msg}. Fix: {fix}")
+
+    if parsed.is_mutable or any(a.alias_info is not None for a in args) or \
+            any(r.alias_info is not None for r in parsed.returns):
+        raise bad("aliasing", "the op is declared to mutate or alias an argument, but its kernels write only "
+                  "fresh outputs", "drop the (a!) / (a) annotations")
+    if len(args) != len(decls):
+        raise bad("arguments", f"{len(args)} arguments but the spec declares {len(decls)} inputs "
+                  f"({', '.join(d.name for d in decls)})", "list one schema argument per declared input, in order")
+    defaults = []
+    for i, (a, d, kind) in enumerate(zip(args, decls, kop.v.arg_kinds)):
+        where = f"argument {i} ({a.name!r})"
+        if a.kwarg_only:
+            raise bad(where, "keyword-only arguments are not supported", "remove the '*' from the schema")
+        if a.name != d.name:
+            raise bad(where, f"the spec's input {i} is named {d.name!r}", f"name it {d.name!r} in the schema")
+        want = "Tensor" if kind == "tensor" else _SCHEMA_TYPE[d.py_type]
+        if str(a.type) != want:
+            raise bad(where, f"has type {a.type} but the spec declares {want}", f"declare it as '{want} {d.name}'")
+        if a.has_default_value():
+            if kind == "tensor":
+                raise bad(where, "a tensor argument cannot have a default", "drop its default")
+            value = a.default_value
+            try:
+                struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], value)
+            except (struct.error, OverflowError, TypeError):
+                raise bad(where, f"default {value!r} does not fit the kernel's C {want}", "give a default in range") from None
+            defaults.append(value)
+        elif defaults:
+            raise bad(where, "has no default but an earlier argument has one", "give defaults to trailing arguments only")
+    if kop.spec.outputs:
+        rets = [str(r.type) for r in parsed.returns]
+        if rets != ["Tensor"] * len(kop.spec.outputs):
+            raise bad("returns", f"returns ({', '.join(rets)}) but the spec declares {len(kop.spec.outputs)} "
+                      "output tensor(s)", "return one Tensor per declared output")
+    kop.defaults = tuple(defaults)
 
 
 # ---------------- fake ----------------
@@ -80,6 +131,7 @@ def make_fake_impl(kop: KernelOp):
     single = len(kop.spec.outputs) == 1
 
     def fake(*args):
+        args = kop.with_defaults(args)
         ts = [args[i] for i in tpos]
         _check_tensor_args(kop, ts)
         plan = kop.plan(tuple(t.dim() for t in ts))
@@ -98,6 +150,7 @@ def make_cpu_impl(kop: KernelOp):
     op = kop.op_name
 
     def cpu(*args):
+        args = kop.with_defaults(args)
         tensors = [f"{d.name} on {args[i].device}" for i, d in enumerate(kop.spec.inputs)
                    if isinstance(args[i], torch.Tensor)]
         where = "no CUDA device is visible here (torch.cuda.is_available() is False)" if not torch.cuda.is_available() \
@@ -217,13 +270,76 @@ def make_backward(kop: KernelOp):
 
 
 # ---------------- registration ----------------
+#
+# Each op name has one *definition* (a Library fragment holding only ``define``) that outlives
+# re-declarations with the same schema and unregistering, and one set of *kernels* (a second
+# fragment: fake, CUDA, CPU, autograd) per declaration. While kernels change hands, and after
+# unregistering, a *tombstone* kernel (CompositeExplicitAutograd, so it never clashes with the
+# live kernels' dispatch keys and takes over the moment they are removed) answers every call
+# with :class:`UnregisteredOpError`: a call racing a re-declaration or an unregister, or made
+# through an ``OpOverload`` kept from before, gets this package's error instead of torch's
+# ``schema_.has_value()`` assertion about an operator with no schema. The definition keeps no
+# reference to the declaration (a :class:`KernelOp` is freed when it is unregistered).
 
 
-def register(kop: KernelOp) -> None:
-    """Define the torch op and register its fake, CUDA and CPU (error) implementations."""
+@dataclass
+class _Definition:
+    schema: str
+    def_lib: Any
+    impl_lib: Any = None
+    tomb_lib: Any = None
+    why: str = ""
+
+
+_DEFS: Dict[str, _Definition] = {}
+
+
+def parse_schema(op_name: str, schema: str):
+    """torch's parsed ``FunctionSchema`` of ``op_name`` + ``schema``; :class:`SpecError` if it does not parse."""
+    if not isinstance(schema, str) or not schema.strip().startswith("("):
+        raise SpecError(f"{op_name}: schema: {schema!r} is not an argument list and return type. "
+                        "Fix: e.g. schema='(Tensor x, float alpha) -> Tensor', or leave schema out to derive it")
+    try:
+        return torch._C.parse_schema(f"{op_name}{schema}")
+    except RuntimeError as e:
+        raise SpecError(f"{op_name}: schema: {schema!r} does not parse ({str(e).splitlines()[0]}). "
+                        "Fix: e.g. schema='(Tensor x, float alpha) -> Tensor'") from None
+
+
+def _foreign(op_name: str) -> bool:
+    """Whether torch has an op of that name that this package did not define."""
+    if op_name in _DEFS:
+        return False
+    ns, name = op_name.split("::")
+    try:
+        return hasattr(getattr(torch.ops, ns), name)
+    except Exception:  # noqa: BLE001 - an unusable namespace holds no op
+        return False
+
+
+def _tombstone(op_name: str, d: _Definition, why: str) -> None:
+    d.why = why
+    if d.tomb_lib is not None:
+        return
+
+    def unregistered(*args, **kwargs):
+        raise UnregisteredOpError(d.why)
+
+    ns, name = op_name.split("::")
+    lib = torch.library.Library(ns, "FRAGMENT")
+    lib.impl(name, unregistered, "CompositeExplicitAutograd")
+    d.tomb_lib = lib
+
+
+def _destroy(lib) -> None:
+    if lib is not None:
+        lib._destroy()
+
+
+def _register_kernels(kop: KernelOp):
+    """A Library fragment with the op's fake, CUDA and CPU (error) kernels and its autograd."""
     lib = torch.library.Library(kop.namespace, "FRAGMENT")
     try:
-        lib.define(f"{kop.name}{kop.schema}")
         if kop.meta_fn is not None:
             torch.library.register_fake(kop.op_name, kop.meta_fn, lib=lib)
         else:
@@ -237,10 +353,62 @@ def register(kop: KernelOp) -> None:
     except Exception:
         lib._destroy()
         raise
-    kop.library = lib
+    return lib
+
+
+def register(kop: KernelOp) -> None:
+    """Give ``kop`` its torch op: define it (or keep the definition of an earlier declaration with
+    the same schema) and register its kernels, replacing an earlier declaration's."""
+    op = kop.op_name
+    d = _DEFS.get(op)
+    if d is not None and d.schema != kop.schema:  # another signature: a new definition
+        _destroy(d.impl_lib)
+        _destroy(d.tomb_lib)
+        _destroy(d.def_lib)
+        del _DEFS[op]
+        d = None
+    if d is None:
+        if _foreign(op):
+            raise SpecError(f"{op}: torch already has an op of that name that trt_kernels did not register. "
+                            "Fix: choose another name")
+        lib = torch.library.Library(kop.namespace, "FRAGMENT")
+        try:
+            lib.define(f"{kop.name}{kop.schema}")
+        except RuntimeError as e:
+            lib._destroy()
+            raise SpecError(f"{op}: torch refused the definition {kop.name}{kop.schema} ({str(e).splitlines()[0]}). "
+                            "Fix: choose another name") from None
+        d = _DEFS[op] = _Definition(schema=kop.schema, def_lib=lib)
+    elif d.impl_lib is not None:
+        _tombstone(op, d, f"{op} is being re-declared; call it again when the declaration has returned")
+        _destroy(d.impl_lib)
+        d.impl_lib = None
+    try:
+        d.impl_lib = _register_kernels(kop)
+    except Exception:
+        _tombstone(op, d, f"{op}: its declaration failed; no kernel is registered. Fix: declare it again")
+        raise
+    kop.library = d.impl_lib
+    _destroy(d.tomb_lib)
+    d.tomb_lib = None
 
 
 def unregister(kop: KernelOp) -> None:
-    if kop.library is not None:
-        kop.library._destroy()
-        kop.library = None
+    """Remove ``kop``'s kernels; the name answers calls with :class:`UnregisteredOpError` until it is
+    declared again."""
+    d = _DEFS.get(kop.op_name)
+    kop.library = None
+    if d is None:
+        return
+    _tombstone(kop.op_name, d, f"{kop.op_name} was unregistered (trt_kernels.unregister). "
+                               "Fix: declare it again before calling it")
+    _destroy(d.impl_lib)
+    d.impl_lib = None
+
+
+def forget(op_name: str) -> None:
+    """Remove every trace of ``op_name`` from torch (a first declaration that failed)."""
+    d = _DEFS.pop(op_name, None)
+    if d is not None:
+        for lib in (d.impl_lib, d.tomb_lib, d.def_lib):
+            _destroy(lib)
