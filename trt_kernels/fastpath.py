@@ -20,9 +20,10 @@ user-provided string reaches it. The function it defines does, in order:
 
 from __future__ import annotations
 
+import itertools
 import struct
 import threading
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -272,10 +273,67 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
 
 MAX_INLINED = 4  # (dtype, ranks) launchers written into the registered function itself
+_GENERATIONS = itertools.count()
 
 
-def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = True) -> Callable[..., Any]:
-    """The function registered as the op's CUDA kernel.
+def new_shell(op_name: str) -> Callable[..., Any]:
+    """A function to register with torch once per op name, whose code :func:`build_dispatcher`,
+    :func:`retarget` and :func:`release_dispatcher` replace: torch's dispatch tables are never
+    touched again while calls may be in flight (torch does not synchronize them with calls)."""
+    ns: Dict[str, Any] = {"__builtins__": __builtins__}
+    exec(compile("def dispatch(*args, **kwargs):\n    raise RuntimeError('not yet declared')\n",  # noqa: S102
+                 f"<trt_kernels dispatcher {op_name}>", "exec"), ns)
+    return ns.pop("dispatch")
+
+
+def _install(shell: Callable[..., Any], src: str, label: str, ns: Dict[str, Any], g: str,
+             defaults: Tuple[Any, ...]) -> None:
+    """Make ``shell`` run ``src`` (which defines ``dispatch``): names of generation ``g`` are added to
+    its globals first, then its code is swapped, then names of older generations are dropped, so a
+    call racing the swap runs either the old code with the old names or the new code with the new."""
+    glb = shell.__globals__
+    live = shell.__dict__.get("generation")  # the generation whose code runs until the swap
+    glb.update(ns)
+    scratch = dict(glb)
+    exec(compile(src, label, "exec"), scratch)  # noqa: S102 - our templates and ints only
+    code = scratch["dispatch"].__code__
+    if shell.__code__.co_argcount == code.co_argcount:
+        shell.__code__ = code
+        shell.__defaults__ = defaults or None
+    else:  # another arity: defaults first would misalign the old code's arguments
+        shell.__defaults__ = None
+        shell.__code__ = code
+        shell.__defaults__ = defaults or None
+    for name in [n for n in glb if n.startswith("_g") and not n.startswith(g + "_")]:
+        if live is not None and name.startswith(live + "_"):
+            glb[name] = _GONE  # a call still running the replaced code fails with this package's error
+        else:
+            del glb[name]  # older generations: their calls have long returned
+    shell.generation = g
+
+
+class _Gone:
+    """What the names of a replaced declaration's code point to: any use raises UnregisteredOpError."""
+
+    def _fail(self, *args, **kwargs):
+        from .errors import UnregisteredOpError
+
+        raise UnregisteredOpError("this op was re-declared or unregistered while the call was running. "
+                                  "Fix: call it again")
+
+    __call__ = _fail
+
+    def __getattr__(self, name):
+        self._fail()
+
+
+_GONE = _Gone()
+
+
+def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = True,
+                     shell: Optional[Callable[..., Any]] = None) -> Callable[..., Any]:
+    """The function registered as the op's CUDA kernel (``shell``, a :func:`new_shell`, made to run
+    this declaration; a new one when not given).
 
     It starts as a lookup: key = the tensor inputs' dtypes and ranks, ``entries[key]`` is the
     launcher (built by ``new_entry`` on first use). Once a launcher is built, the function's
@@ -289,27 +347,31 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     kinds = kop.v.arg_kinds
     tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
     params = ", ".join(f"a{i}" for i in range(len(kinds)))
+    g = f"_g{next(_GENERATIONS)}"  # every global of this declaration's code starts with it
     # torch leaves out trailing arguments equal to their schema defaults: they default here too
     first_default = len(kinds) - len(kop.defaults)
-    signature = ", ".join(f"a{i}" if i < first_default else f"a{i}=_default{i}" for i in range(len(kinds)))
+    signature = ", ".join(f"a{i}" if i < first_default else f"a{i}={g}_default{i}" for i in range(len(kinds)))
     if len(tpos) == 1:
         key = f"(a{tpos[0]}.dtype, a{tpos[0]}.dim())"
     else:
         key = "(" + ", ".join([f"a{p}.dtype" for p in tpos] + [f"a{p}.dim()" for p in tpos]) + ")"
     lookup = [
         f"    key = {key}",
-        "    fn = _get(key)",
+        f"    fn = {g}_get(key)",
         "    if fn is None:",
-        f"        fn = _new(key, ({params},))",
-        "        _specialize(key, fn)",
+        f"        fn = {g}_new(key, ({params},))",
+        f"        {g}_specialize(key, fn)",
         f"    return fn({params})",
     ]
-    ns: Dict[str, Any] = {"_get": entries.get}
-    for i, value in enumerate(kop.defaults):
-        ns[f"_default{first_default + i}"] = value
+    ns: Dict[str, Any] = {f"{g}_get": entries.get}
+    defaults = tuple(kop.defaults)
+    for i, value in enumerate(defaults):
+        ns[f"{g}_default{first_default + i}"] = value
     inlined: List[Tuple] = []
     lock = threading.Lock()
     label = f"<trt_kernels dispatcher {kop.op_name}>"
+    if shell is None:
+        shell = new_shell(kop.op_name)
 
     def new(key, args):
         return new_entry(key, args)
@@ -318,34 +380,59 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
         lines = [f"def dispatch({signature}):"]
         for i, (k, parts) in enumerate(inlined):
             dts, dims = k[: len(tpos)], k[len(tpos):]
-            guard = [f"a{p}.dtype is _key{i}_{j}" for j, p in enumerate(tpos)]
+            guard = [f"a{p}.dtype is {g}_key{i}_{j}" for j, p in enumerate(tpos)]
             guard += [f"a{p}.dim() == {int(d)}" for p, d in zip(tpos, dims)]
             for j, dt in enumerate(dts):
-                ns[f"_key{i}_{j}"] = dt
+                ns[f"{g}_key{i}_{j}"] = dt
             lines.append(f"    if {' and '.join(guard)}:")
             lines += ["    " + ln for ln in parts.body]
         return "\n".join(lines + lookup) + "\n"
 
     def specialize(key, fn):
         rebuild = getattr(fn, "rebuild", None)
-        if not inline or rebuild is None:
+        if not inline or rebuild is None or shell.__dict__.get("generation") != g:  # re-declared since
             return
         with lock:
             if len(inlined) >= MAX_INLINED or any(k == key for k, _ in inlined):
                 return
-            parts = rebuild(f"_k{len(inlined)}_")
+            parts = rebuild(f"{g}_k{len(inlined)}_")
             ns.update(parts.ns)
             inlined.append((tuple(key), parts))
             src = source()
-            exec(compile(src, label, "exec"), ns)  # noqa: S102 - our templates and ints only
-            dispatch.__code__ = ns.pop("dispatch").__code__  # same function object, torch keeps it
-            dispatch.source = src
+            _install(shell, src, label, ns, g, defaults)  # same function object: torch keeps it
+            shell.source = src
 
-    ns["_new"] = new
-    ns["_specialize"] = specialize
+    ns[f"{g}_new"] = new
+    ns[f"{g}_specialize"] = specialize
     src = source()
-    exec(compile(src, label, "exec"), ns)  # noqa: S102 - our template
-    dispatch = ns.pop("dispatch")
-    dispatch.source = src
-    dispatch.inlined = inlined
-    return dispatch
+    _forget_declaration(shell)
+    _install(shell, src, label, ns, g, defaults)
+    shell.source = src
+    shell.inlined = inlined
+    shell.launchers = entries
+    return shell
+
+
+def retarget(shell: Callable[..., Any], body: str, names: Dict[str, Any], nargs: int, label: str) -> None:
+    """Make ``shell`` run ``body`` (statements over ``a0..a{nargs-1}``, ``*args`` beyond) with ``names``
+    (for an op whose CUDA kernel is its ``eager_fn``, and for the unregistered state)."""
+    g = f"_g{next(_GENERATIONS)}"
+    ns = {f"{g}_{k}": v for k, v in names.items()}
+    src = "def dispatch(*args, **kwargs):\n" + body.replace("$", f"{g}_") + "\n"
+    _forget_declaration(shell)
+    _install(shell, src, label, ns, g, ())
+
+
+def _forget_declaration(shell: Callable[..., Any]) -> None:
+    """Drop what the shell's attributes hold of the declaration it ran (its generation stays)."""
+    for k in [k for k in shell.__dict__ if k != "generation"]:
+        del shell.__dict__[k]
+
+
+def release_dispatcher(shell: Callable[..., Any], why: str, error: type) -> None:
+    """Point ``shell`` at an error (its op was unregistered): torch keeps calling the function it was
+    given, so the declaration's launchers, record and loaded kernels are let go of here instead."""
+    launchers = shell.__dict__.get("launchers")
+    if isinstance(launchers, dict):
+        launchers.clear()
+    retarget(shell, "    raise $error($why)", {"error": error, "why": why}, 0, "<trt_kernels unregistered op>")

@@ -18,7 +18,7 @@ import torch
 
 from . import dtypes as _dt
 from .errors import SpecError
-from .expr import DimSize, Expr, Numel, leaves, lift
+from .expr import BinOp, Const, DimSize, Expr, Numel, leaves, lift
 
 # ---------- output shape relations ----------
 
@@ -179,6 +179,25 @@ _RESERVED_INPUT = {
 }
 # tensorrt.plugin reserves these namespaces
 _RESERVED_NAMESPACES = {"trt", "tensorrt", "std"}
+# torch refuses a Library in these ("prim") or treats them as its own wildcard ("_")
+_TORCH_RESERVED_NAMESPACES = {"prim", "_"}
+# NVRTC options the package sets itself: a user's copy would contradict what the cache entry says
+_CONTROLLED_OPTIONS = {
+    "--gpu-architecture": "the arch: set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH",
+    "-arch": "the arch: set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH",
+    "--std": "the C++ standard: set KernelSpec(compile_std='c++17')",
+    "-std": "the C++ standard: set KernelSpec(compile_std='c++17')",
+    "--include-path": "include directories: set KernelSpec(include_paths=[...])",
+    "-I": "include directories: set KernelSpec(include_paths=[...])",
+    "--relocatable-device-code": "relocatable code needs a link step this package does not do: drop it",
+    "-rdc": "relocatable code needs a link step this package does not do: drop it",
+    "--dlink-time-opt": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
+    "-dlto": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
+    "--gen-opt-lto": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
+    "--fdevice-syntax-only": "it makes no PTX or CUBIN: drop it",
+}
+_STDS = ("c++03", "c++11", "c++14", "c++17", "c++20")
+MAX_SHARED_MEM = 232448  # bytes of dynamic shared memory no current NVIDIA GPU exceeds (227 KiB, sm_90/sm_100)
 
 
 def _bad_identifier(name) -> Optional[str]:
@@ -215,6 +234,13 @@ def parse_op_name(op_name: str) -> Tuple[str, str]:
             f"op_name {op_name!r}: expected 'namespace::name' made of letters, digits and "
             "underscores. Fix: e.g. 'my_kernels::sigmoid'"
         )
+    for part in m.groups():
+        if keyword.iskeyword(part):
+            raise SpecError(f"op_name {op_name!r}: {part!r} is a Python keyword, which torch.ops cannot name. "
+                            f"Fix: e.g. '{m.group(1)}_::{m.group(2)}_' or another name")
+    if m.group(1) in _TORCH_RESERVED_NAMESPACES:
+        raise SpecError(f"op_name {op_name!r}: namespace {m.group(1)!r} is reserved by torch. "
+                        f"Fix: choose another namespace, e.g. 'my_kernels::{m.group(2)}'")
     if m.group(1) in _RESERVED_NAMESPACES:
         raise SpecError(
             f"op_name {op_name!r}: namespace {m.group(1)!r} is reserved by TensorRT's plugin registry "
@@ -260,11 +286,15 @@ def validate(
         raise _fail(op, "kernel_source", "empty or not a string", "pass the CUDA C++ source text")
     if not isinstance(spec.kernel_name, str) or not spec.kernel_name.strip():
         raise _fail(op, "kernel_name", "empty or not a string", "name the __global__ function (e.g. 'my_kernel' or 'k<T>')")
+    for fld in ("kernel_source", "kernel_name"):
+        _check_encodable(op, fld, getattr(spec, fld))
+    if needs_source:
+        _check_build_fields(op, spec)
 
     # dtypes / templates
     templated = "<" in spec.kernel_name
     if spec.dtypes is not None:
-        kd = tuple(spec.dtypes)
+        kd = tuple(_sequence(op, "dtypes", spec.dtypes, "list the dtypes T may take, e.g. [torch.float32, torch.float16]"))
         if not kd:
             raise _fail(op, "dtypes", "empty list", "list the dtypes T may take, e.g. [torch.float32, torch.float16]")
         for d in kd:
@@ -288,7 +318,7 @@ def validate(
     # inputs
     if spec.inputs is None:
         raise _fail(op, "inputs", "missing", "declare the inputs, e.g. inputs=[ttk.InputDecl('x')]")
-    inputs = list(spec.inputs)
+    inputs = _sequence(op, "inputs", spec.inputs, "declare the inputs as a list, e.g. inputs=[ttk.InputDecl('x')]")
     seen: set = set()
     tensors: list = []
     scalars: list = []
@@ -324,15 +354,18 @@ def validate(
                     "leave dtype=None on the inputs whose type is T")
 
     # extras
-    for i, e in enumerate(spec.extras):
+    extras = _sequence(op, "extras", spec.extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
+    for i, e in enumerate(extras):
         try:
             e = lift(e)
         except TypeError:
             raise _fail(op, f"extras[{i}]", f"{e!r} is not a size expression", "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic on them") from None
-        _check_expr(op, f"extras[{i}]", e, tnames, tensors)
+        _check_expr(op, f"extras[{i}]", e, tnames, tensors, lo=-(2**31), hi=2**31 - 1, what="a C int extra")
 
     # outputs
     overrides_outputs = has_meta_fn
+    if spec.outputs is not None:
+        _sequence(op, "outputs", spec.outputs, "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
     if spec.outputs is None or len(spec.outputs) == 0:
         if not overrides_outputs:
             raise _fail(op, "outputs", "missing", "declare outputs=[ttk.OutputDecl(name, shape=ttk.SameAs('x'))], or pass meta_fn= (and eager_fn=/aot_fn=)")
@@ -381,6 +414,52 @@ def validate(
     )
 
 
+def _sequence(op: str, where: str, value, fix: str) -> list:
+    """``value`` as a list when it is a list or tuple (not a str, not a single item)."""
+    if not isinstance(value, (list, tuple)):
+        raise _fail(op, where, f"expected a list or tuple, got {type(value).__name__} {value!r}"[:200], fix)
+    return list(value)
+
+
+def _check_encodable(op: str, where: str, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _fail(op, where, f"character {text[e.start]!r} at offset {e.start} cannot be encoded as UTF-8 "
+                    "(a lone surrogate)", "remove or replace that character") from None
+
+
+def _check_build_fields(op: str, spec: "KernelSpec") -> None:
+    """compile_options, include_paths, compile_std and arch_override: the NVRTC side of a spec."""
+    opts = _sequence(op, "compile_options", spec.compile_options,
+                     "pass NVRTC flags as a list of str, e.g. compile_options=['--use_fast_math']")
+    for i, o in enumerate(opts):
+        if not isinstance(o, str) or not o.strip():
+            raise _fail(op, f"compile_options[{i}]", f"{o!r} is not an NVRTC flag", "give each flag as a non-empty str")
+        _check_encodable(op, f"compile_options[{i}]", o)
+        flag = o.strip()
+        for name, why in _CONTROLLED_OPTIONS.items():
+            if flag == name or flag.startswith(name + "=") or (name in ("-I", "-arch") and flag.startswith(name)):
+                raise _fail(op, f"compile_options[{i}]", f"{o!r} sets what the package controls ({why.split(':')[0]})",
+                            why.split(": ", 1)[1] if ": " in why else why)
+    if spec.include_paths is not None:
+        paths = _sequence(op, "include_paths", spec.include_paths, "pass a list of directories, e.g. include_paths=['/opt/inc']")
+        for i, d in enumerate(paths):
+            if not isinstance(d, str) or not d:
+                raise _fail(op, f"include_paths[{i}]", f"{d!r} is not a directory path", "give each directory as a str")
+            _check_encodable(op, f"include_paths[{i}]", d)
+    if spec.compile_std not in _STDS:
+        raise _fail(op, "compile_std", f"{spec.compile_std!r} is not a C++ standard NVRTC takes", f"use one of {list(_STDS)}")
+    if spec.arch_override is not None:
+        from .compile import normalize_arch
+
+        try:
+            normalize_arch(spec.arch_override)
+        except (ValueError, TypeError):
+            raise _fail(op, "arch_override", f"{spec.arch_override!r} is not a GPU arch",
+                        "write it like 'sm_90', 'sm_90a' or 90") from None
+
+
 def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise _fail(op, where, f"axis {axis!r} is not an int", "give an integer axis (negative counts from the end)")
@@ -388,12 +467,43 @@ def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
         raise _fail(op, where, f"axis {axis} is out of range for input {decl.name!r} of ndim {decl.ndim}", f"use an axis in [{-decl.ndim}, {decl.ndim - 1}]")
 
 
-def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl]) -> None:
+def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl], *,
+                lo: Optional[int] = None, hi: Optional[int] = None, what: str = "") -> None:
+    """Every leaf names a tensor input (and an axis it has); no constant divisor is zero; a constant
+    value (or a constant part of it) lies in ``[lo, hi]`` when those are given."""
     for leaf in leaves(e):
         if isinstance(leaf, (Numel, DimSize)):
             t = resolve_tensor(op, where, leaf.input_name, tnames)
             if isinstance(leaf, DimSize):
                 _check_axis(op, where, leaf.axis, tensors[t])
+        elif not isinstance(leaf, Const):
+            raise _fail(op, where, f"{leaf!r} is not a size expression node", "use ints, ttk.Numel, ttk.DimSize and arithmetic")
+    for node in _nodes(e):
+        if isinstance(node, BinOp) and node.op in ("floordiv", "cdiv") and _const_value(node.rhs) == 0:
+            raise _fail(op, where, f"{e} divides by zero", "divide by a non-zero size")
+    value = _const_value(e)
+    if value is not None and ((lo is not None and value < lo) or (hi is not None and value > hi)):
+        raise _fail(op, where, f"{e} = {value} is out of range for {what} ([{lo}, {hi}])", f"use a value in [{lo}, {hi}]")
+
+
+def _nodes(e: Expr):
+    yield e
+    if isinstance(e, BinOp):
+        yield from _nodes(e.lhs)
+        yield from _nodes(e.rhs)
+
+
+def _const_value(e: Expr) -> Optional[int]:
+    """The value of a constant expression (None if it reads a size or divides by zero)."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, BinOp):
+        a, b = _const_value(e.lhs), _const_value(e.rhs)
+        if a is None or b is None or (e.op in ("floordiv", "cdiv") and b == 0):
+            return None
+        return {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else 0, "cdiv": -(-a // b) if b else 0,
+                "max": max(a, b), "min": min(a, b)}[e.op]
+    return None
 
 
 def _check_shape(op: str, where: str, shape, tnames, tensors) -> None:
@@ -406,6 +516,8 @@ def _check_shape(op: str, where: str, shape, tnames, tensors) -> None:
             raise _fail(op, where + ".dims", f"{shape.dims!r} is not a non-empty tuple of axes", "e.g. ReduceDims('x', (-1,))")
         for a in dims:
             _check_axis(op, where + ".dims", a, tensors[t])
+        if not isinstance(shape.keepdim, bool):
+            raise _fail(op, where + ".keepdim", f"{shape.keepdim!r} is not a bool", "pass keepdim=True or False")
         if len(set(dims)) != len(dims):
             raise _fail(op, where + ".dims", f"duplicate axes in {dims}", "list each reduced axis once")
     elif isinstance(shape, (tuple, list)):
@@ -414,7 +526,7 @@ def _check_shape(op: str, where: str, shape, tnames, tensors) -> None:
                 e = lift(e)
             except TypeError:
                 raise _fail(op, f"{where}[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
-            _check_expr(op, f"{where}[{i}]", e, tnames, tensors)
+            _check_expr(op, f"{where}[{i}]", e, tnames, tensors, lo=0, hi=2**63 - 1, what="an output dimension")
     else:
         raise _fail(op, where, f"{shape!r} is not a shape", "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")
 
@@ -439,6 +551,7 @@ def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ..
 
 def _check_geometry(op: str, g, spec: KernelSpec, tnames, tensors) -> None:
     if isinstance(g, Elementwise):
+        _sequence(op, "geometry.tactics", g.tactics, "list alternative blocks, e.g. tactics=((128,), (512,))")
         if g.layout not in ("flat", "nd"):
             raise _fail(op, "geometry.layout", f"{g.layout!r} is not a layout", "use 'flat' or 'nd'")
         blocks = [("geometry.block", g.block)] + [(f"geometry.tactics[{i}]", b) for i, b in enumerate(g.tactics)]
@@ -452,26 +565,39 @@ def _check_geometry(op: str, g, spec: KernelSpec, tnames, tensors) -> None:
         dims = tuple(g.reduce_dims) if isinstance(g.reduce_dims, (tuple, list)) else None
         if not dims:
             raise _fail(op, "geometry.reduce_dims", f"{g.reduce_dims!r} is not a non-empty tuple of axes", "e.g. Reduction(reduce_dims=(-1,))")
+        for a in dims:
+            if isinstance(a, bool) or not isinstance(a, int):
+                raise _fail(op, "geometry.reduce_dims", f"axis {a!r} is not an int", "give integer axes (negative counts from the end)")
         if len(set(dims)) != len(dims):
             raise _fail(op, "geometry.reduce_dims", f"duplicate axes in {dims}", "list each axis once")
-        for b in (g.block_size,) + tuple(g.tactics):
+        tactics = _sequence(op, "geometry.tactics", g.tactics, "list alternative block sizes, e.g. tactics=(128, 512)")
+        for b in [g.block_size] + tactics:
             _check_block(op, "geometry.block_size", b, max_dims=1)
         outs = spec.outputs or []
+        if outs and isinstance(outs[0].shape, SameAs):
+            raise _fail(op, "geometry", "Reduction launches one block per element of outputs[0], but outputs[0] has the "
+                        "shape of an input (SameAs), so the blocks would reduce past the input's end",
+                        "give outputs[0] shape=ttk.ReduceDims(...) over the reduced axes, or use ttk.Elementwise / ttk.Custom")
         if outs and isinstance(outs[0].shape, ReduceDims) and tuple(outs[0].shape.dims) != dims:
             raise _fail(op, "geometry.reduce_dims", f"{dims} differs from outputs[0].shape dims {tuple(outs[0].shape.dims)}", "reduce the same axes in both")
     elif isinstance(g, Custom):
         if not isinstance(g.grid, (tuple, list)) or not 1 <= len(g.grid) <= 3:
             raise _fail(op, "geometry.grid", f"{g.grid!r} is not 1 to 3 size expressions", "e.g. grid=(ttk.cdiv(ttk.Numel('x'), 256),)")
+        from .plan import GRID_LIMITS
+
         for i, e in enumerate(g.grid):
             try:
-                _check_expr(op, f"geometry.grid[{i}]", lift(e), tnames, tensors)
+                e = lift(e)
             except TypeError:
                 raise _fail(op, f"geometry.grid[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
+            _check_expr(op, f"geometry.grid[{i}]", e, tnames, tensors, lo=1, hi=GRID_LIMITS[i], what=f"CUDA grid axis {'xyz'[i]}")
         _check_block(op, "geometry.block", g.block)
         try:
-            _check_expr(op, "geometry.shared_mem", lift(g.shared_mem), tnames, tensors)
+            smem = lift(g.shared_mem)
         except TypeError:
             raise _fail(op, "geometry.shared_mem", f"{g.shared_mem!r} is not a size expression", "use an int or a size expression") from None
+        _check_expr(op, "geometry.shared_mem", smem, tnames, tensors, lo=0, hi=MAX_SHARED_MEM,
+                    what="dynamic shared memory per block (bytes)")
     elif callable(getattr(g, "fn", None)):
         raise _fail(op, "geometry", "a Custom(fn) callback cannot be evaluated for eager and fake", "describe the launch with ttk.Custom(grid=..., block=..., shared_mem=...) or pass eager_fn= and aot_fn=")
     else:

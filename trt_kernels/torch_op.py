@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import struct
 import threading
-from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
-from .fastpath import build_dispatcher, build_launcher, relaunch, scalar_error
+from .fastpath import build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error
 from .launch import driver
 from .plan import LaunchPlan
 from .registry import KernelOp
@@ -164,7 +164,7 @@ def make_cpu_impl(kop: KernelOp):
 # ---------------- eager CUDA ----------------
 
 
-def make_cuda_impl(kop: KernelOp):
+def make_cuda_impl(kop: KernelOp, shell=None):
     """The eager CUDA kernel: look up (or build) the launcher for the inputs' dtype and ranks.
 
     Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
@@ -194,9 +194,8 @@ def make_cuda_impl(kop: KernelOp):
                 entries[key] = fn
         return fn
 
-    impl = build_dispatcher(kop, entries, new_entry)
+    impl = build_dispatcher(kop, entries, new_entry, shell=shell)
     impl.__name__ = f"{kop.name}_cuda"
-    impl.launchers = entries
     return impl
 
 
@@ -271,24 +270,41 @@ def make_backward(kop: KernelOp):
 
 # ---------------- registration ----------------
 #
-# Each op name has one *definition* (a Library fragment holding only ``define``) that outlives
-# re-declarations with the same schema and unregistering, and one set of *kernels* (a second
-# fragment: fake, CUDA, CPU, autograd) per declaration. While kernels change hands, and after
-# unregistering, a *tombstone* kernel (CompositeExplicitAutograd, so it never clashes with the
-# live kernels' dispatch keys and takes over the moment they are removed) answers every call
-# with :class:`UnregisteredOpError`: a call racing a re-declaration or an unregister, or made
-# through an ``OpOverload`` kept from before, gets this package's error instead of torch's
-# ``schema_.has_value()`` assertion about an operator with no schema. The definition keeps no
-# reference to the declaration (a :class:`KernelOp` is freed when it is unregistered).
+# torch's dispatcher does not synchronize its tables with calls in flight (registering or removing
+# a kernel while another thread calls the op can crash the process), so each op name is registered
+# with torch once: a definition and one set of kernels (fake, CUDA, CPU, autograd when declared)
+# whose Python functions stay the same objects. A declaration points them at itself; a
+# re-declaration with the same schema points them at the new one, and unregistering points them
+# at UnregisteredOpError, all without touching torch's tables. A call racing either runs the old or
+# the new declaration, or gets this package's error; an OpOverload kept from before keeps working.
+# torch's tables change again only when the schema changes or autograd comes or goes (the name is
+# then defined anew; a call racing that is not protected). Nothing registered holds a declaration
+# that was replaced or unregistered, so its record is freed.
 
 
 @dataclass
 class _Definition:
+    op_name: str
     schema: str
     def_lib: Any
-    impl_lib: Any = None
-    tomb_lib: Any = None
-    why: str = ""
+    kernel_lib: Any = None
+    autograd: bool = False
+    shell: Any = None  # the CUDA kernel torch calls (fastpath.new_shell)
+    boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
+    why: str = ""  # what a call gets while no declaration is current
+
+    def boxed(self, role: str) -> Callable[..., Any]:
+        """The function registered for ``role``: it calls whatever the box holds now."""
+        box = self.boxes.setdefault(role, [None])
+
+        def kernel(*args, **kwargs):
+            f = box[0]
+            if f is None:
+                raise UnregisteredOpError(self.why)
+            return f(*args, **kwargs)
+
+        kernel.__name__ = kernel.__qualname__ = f"{self.op_name.replace('::', '_')}_{role}"
+        return kernel
 
 
 _DEFS: Dict[str, _Definition] = {}
@@ -317,38 +333,15 @@ def _foreign(op_name: str) -> bool:
         return False
 
 
-def _tombstone(op_name: str, d: _Definition, why: str) -> None:
-    d.why = why
-    if d.tomb_lib is not None:
-        return
-
-    def unregistered(*args, **kwargs):
-        raise UnregisteredOpError(d.why)
-
-    ns, name = op_name.split("::")
+def _register_kernels(d: _Definition, ns: str, name: str, autograd: bool):
+    """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd)."""
     lib = torch.library.Library(ns, "FRAGMENT")
-    lib.impl(name, unregistered, "CompositeExplicitAutograd")
-    d.tomb_lib = lib
-
-
-def _destroy(lib) -> None:
-    if lib is not None:
-        lib._destroy()
-
-
-def _register_kernels(kop: KernelOp):
-    """A Library fragment with the op's fake, CUDA and CPU (error) kernels and its autograd."""
-    lib = torch.library.Library(kop.namespace, "FRAGMENT")
     try:
-        if kop.meta_fn is not None:
-            torch.library.register_fake(kop.op_name, kop.meta_fn, lib=lib)
-        else:
-            torch.library.register_fake(kop.op_name, make_fake_impl(kop), lib=lib)
-        kop.cuda_impl = kop.eager_fn if kop.eager_fn is not None else make_cuda_impl(kop)
-        lib.impl(kop.name, kop.cuda_impl, "CUDA")
-        lib.impl(kop.name, make_cpu_impl(kop), "CPU")
-        if kop.backward is not None:
-            torch.library.register_autograd(kop.op_name, make_backward(kop), setup_context=make_setup_context(kop),
+        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib)
+        lib.impl(name, d.shell, "CUDA")
+        lib.impl(name, d.boxed("cpu"), "CPU")
+        if autograd:
+            torch.library.register_autograd(d.op_name, d.boxed("backward"), setup_context=d.boxed("setup_context"),
                                             lib=lib)
     except Exception:
         lib._destroy()
@@ -356,16 +349,32 @@ def _register_kernels(kop: KernelOp):
     return lib
 
 
+def _point(d: _Definition, kop: KernelOp) -> None:
+    """Make the definition's kernels run ``kop``."""
+    d.why = f"{kop.op_name} has no current declaration"
+    if kop.eager_fn is not None:
+        retarget(d.shell, "    return $eager(*args, **kwargs)", {"eager": kop.eager_fn}, len(kop.v.arg_kinds),
+                 f"<trt_kernels eager_fn {kop.op_name}>")
+    else:
+        make_cuda_impl(kop, shell=d.shell)
+    kop.cuda_impl = d.shell
+    roles = {"fake": kop.meta_fn if kop.meta_fn is not None else make_fake_impl(kop), "cpu": make_cpu_impl(kop)}
+    if kop.backward is not None:
+        roles.update(backward=make_backward(kop), setup_context=make_setup_context(kop))
+    for role, box in d.boxes.items():
+        box[0] = roles.get(role)
+    for role, fn in roles.items():
+        d.boxes.setdefault(role, [fn])
+
+
 def register(kop: KernelOp) -> None:
-    """Give ``kop`` its torch op: define it (or keep the definition of an earlier declaration with
-    the same schema) and register its kernels, replacing an earlier declaration's."""
+    """Give ``kop`` its torch op: define it (or keep the definition and kernels of an earlier
+    declaration with the same schema, pointing them at ``kop``)."""
     op = kop.op_name
+    autograd = kop.backward is not None
     d = _DEFS.get(op)
-    if d is not None and d.schema != kop.schema:  # another signature: a new definition
-        _destroy(d.impl_lib)
-        _destroy(d.tomb_lib)
-        _destroy(d.def_lib)
-        del _DEFS[op]
+    if d is not None and d.schema != kop.schema:  # another signature: the name is defined anew
+        forget(op)
         d = None
     if d is None:
         if _foreign(op):
@@ -378,37 +387,39 @@ def register(kop: KernelOp) -> None:
             lib._destroy()
             raise SpecError(f"{op}: torch refused the definition {kop.name}{kop.schema} ({str(e).splitlines()[0]}). "
                             "Fix: choose another name") from None
-        d = _DEFS[op] = _Definition(schema=kop.schema, def_lib=lib)
-    elif d.impl_lib is not None:
-        _tombstone(op, d, f"{op} is being re-declared; call it again when the declaration has returned")
-        _destroy(d.impl_lib)
-        d.impl_lib = None
-    try:
-        d.impl_lib = _register_kernels(kop)
-    except Exception:
-        _tombstone(op, d, f"{op}: its declaration failed; no kernel is registered. Fix: declare it again")
-        raise
-    kop.library = d.impl_lib
-    _destroy(d.tomb_lib)
-    d.tomb_lib = None
+        d = _DEFS[op] = _Definition(op_name=op, schema=kop.schema, def_lib=lib, shell=new_shell(op))
+    elif d.autograd != autograd and d.kernel_lib is not None:  # autograd comes or goes: new kernels
+        d.kernel_lib._destroy()
+        d.kernel_lib = None
+    _point(d, kop)
+    if d.kernel_lib is None:
+        d.kernel_lib = _register_kernels(d, kop.namespace, kop.name, autograd)
+        d.autograd = autograd
+    kop.library = d.kernel_lib
 
 
 def unregister(kop: KernelOp) -> None:
-    """Remove ``kop``'s kernels; the name answers calls with :class:`UnregisteredOpError` until it is
-    declared again."""
+    """Point the op's kernels at :class:`UnregisteredOpError` until the name is declared again; what
+    they held of ``kop`` is let go of."""
     d = _DEFS.get(kop.op_name)
     kop.library = None
+    kop.cuda_impl = None
     if d is None:
         return
-    _tombstone(kop.op_name, d, f"{kop.op_name} was unregistered (trt_kernels.unregister). "
-                               "Fix: declare it again before calling it")
-    _destroy(d.impl_lib)
-    d.impl_lib = None
+    d.why = f"{kop.op_name} was unregistered (trt_kernels.unregister). Fix: declare it again before calling it"
+    for box in d.boxes.values():
+        box[0] = None
+    release_dispatcher(d.shell, d.why, UnregisteredOpError)
 
 
 def forget(op_name: str) -> None:
-    """Remove every trace of ``op_name`` from torch (a first declaration that failed)."""
+    """Remove ``op_name`` from torch (a first declaration that failed, or a schema that changed)."""
     d = _DEFS.pop(op_name, None)
     if d is not None:
-        for lib in (d.impl_lib, d.tomb_lib, d.def_lib):
-            _destroy(lib)
+        d.why = f"{op_name} was defined anew"
+        for box in d.boxes.values():
+            box[0] = None
+        release_dispatcher(d.shell, d.why, UnregisteredOpError)
+        for lib in (d.kernel_lib, d.def_lib):
+            if lib is not None:
+                lib._destroy()
