@@ -138,11 +138,18 @@ def test_arch_from_environment(monkeypatch):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
-def test_registration_without_arch_defers_compile(monkeypatch, cache):
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks declaring on a machine without a GPU")
+def test_registration_without_gpu_or_arch_compiles_for_the_check_arch(monkeypatch, cache):
+    """Errors surface at declaration everywhere (issue 15, item 14): the kernel is compiled for CHECK_ARCH."""
+    from trt_kernels.registry import CHECK_ARCH
+
     tmp, calls = cache
     monkeypatch.delenv("TRT_KERNELS_ARCH", raising=False)
-    op = ttk.cuda_kernel_op(unique(), sigmoid_spec())
-    assert calls == []  # nothing compiled: no arch known
+    name = unique()
+    op = ttk.cuda_kernel_op(name, sigmoid_spec())
+    from trt_kernels import registry
+
+    assert len(calls) == 1 and list(registry.get(name)._programs) == [CHECK_ARCH]
     with pytest.raises(ttk.NoCudaDeviceError, match="No CUDA device is visible here"):
         op(torch.randn(4))
 

@@ -63,7 +63,8 @@ def test_too_many_block_dims():
 
 
 def test_too_many_threads():
-    expect(r"has 2048 threads", sigmoid_spec(geometry=ttk.Elementwise(block=(2048,))))
+    expect(r"has 2048 threads", sigmoid_spec(geometry=ttk.Elementwise(block=(64, 32), layout="nd")))
+    expect(r"axis x is 2048; CUDA allows at most 1024", sigmoid_spec(geometry=ttk.Elementwise(block=(2048,))))
 
 
 def test_bad_layout():

@@ -107,7 +107,9 @@ def gather() -> Dict[str, Any]:
             else "CUDA toolkit ($CUDA_HOME, $CUDA_PATH or /usr/local/cuda)"
         f["include_dirs"].append({"path": d, "from": src, "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
     # probe compile, then (with a GPU) load its PTX and CUBIN
-    arch = default_arch() or "sm_90"
+    from .registry import CHECK_ARCH
+
+    arch = default_arch() or CHECK_ARCH
     f["probe_arch"] = arch
     f["probe"] = f["ptx_isa"] = f["ptx_load"] = f["cubin_load"] = None
     if f["nvrtc"] is not None:

@@ -14,8 +14,10 @@ import runpy
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .registry import CHECK_ARCH
+
 SCHEMA = "trt-kernels.inspect/1"
-FALLBACK_ARCH = "sm_90"
+FALLBACK_ARCH = CHECK_ARCH
 
 
 class TargetError(Exception):

@@ -14,7 +14,7 @@ import torch
 from . import registry, torch_op
 from .errors import SpecError
 from .registry import KernelOp
-from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
+from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, parse_op_name, validate
 
 _LOG = logging.getLogger("trt_kernels")
 _REPORTED_MISSING: list = []
@@ -59,6 +59,8 @@ def cuda_kernel_op(
 
     Returns the op (``torch.ops.<ns>.<name>``).
     """
+    _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, backward=backward,
+                     setup_context=setup_context, capability_validator=capability_validator)
     if setup_context is not None and backward is None:
         raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
     v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
@@ -100,8 +102,14 @@ def ptx_op(
     PTX entry is checked against them and the eager launch loads the PTX through the driver's
     JIT. ``inputs`` default to the tensor/float/int/bool parameters of ``meta_fn``.
     """
+    parse_op_name(op_name)
+    _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
+                     capability_validator=capability_validator)
     if isinstance(ptx, str):
-        ptx = ptx.encode()
+        try:
+            ptx = ptx.encode()
+        except UnicodeEncodeError:
+            raise SpecError(f"{op_name}: ptx: not ASCII/UTF-8 text. Fix: pass the PTX as written by the compiler") from None
     if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
         raise SpecError(f"{op_name}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
     if inputs is None and meta_fn is not None:
@@ -162,13 +170,17 @@ def triton_kernel_op(
     from .compile import default_arch
     from .triton_op import declare
 
+    parse_op_name(op_name)
+    _check_callables(op_name, backward=backward, setup_context=setup_context, capability_validator=capability_validator)
+
     kop = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras, constexprs=constexprs,
                   num_warps=num_warps, num_stages=num_stages, tactics=tactics, dtypes=dtypes,
                   arch_override=arch_override, compile_options=compile_options, backward=backward,
                   setup_context=setup_context, supports_dynamic_shapes=supports_dynamic_shapes,
                   options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
                                capability_validator=capability_validator))
-    arch = None if registry.compile_deferred() else arch_override or default_arch()
+    # no GPU and no arch given: compile for CHECK_ARCH anyway, so mistakes surface at declaration
+    arch = None if registry.compile_deferred() else arch_override or default_arch() or registry.CHECK_ARCH
     if arch is not None:
         prog = kop.program(arch)  # compile errors and ABI mismatches surface at registration
         if any(k.needs_scratch for (d, t), k in prog.kernels.items() if t == 1):
@@ -176,6 +188,13 @@ def triton_kernel_op(
     else:
         _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
     return _register(kop, schema)
+
+
+def _check_callables(op_name: str, **fns: Any) -> None:
+    for field_name, fn in fns.items():
+        if fn is not None and not callable(fn):
+            raise SpecError(f"{op_name}: {field_name}: expected a function, got {type(fn).__name__} {fn!r}"[:300]
+                            + f". Fix: pass a function, or leave {field_name} out")
 
 
 def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):

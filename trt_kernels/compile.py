@@ -87,7 +87,11 @@ def nvrtc_version() -> Tuple[int, int]:
 def normalize_arch(arch) -> str:
     """``"sm_90"``, ``"90"``, ``90``, ``(9, 0)`` or ``"compute_90"`` -> ``"sm_90"``."""
     if isinstance(arch, tuple):
+        if len(arch) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in arch):
+            raise ValueError(f"arch {arch!r}: expected a (major, minor) pair such as (9, 0)")
         return f"sm_{arch[0]}{arch[1]}"
+    if isinstance(arch, bool) or not isinstance(arch, (str, int)):
+        raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
     s = str(arch).strip()
     if s.isdigit():
         return f"sm_{s}"

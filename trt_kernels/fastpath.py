@@ -30,7 +30,7 @@ import torch
 from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
 from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
-from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan
+from .plan import GRID_LIMITS, INT32_MAX, INT64_MAX, LaunchPlan, concrete
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -120,6 +120,24 @@ def py_source(e: Expr, names: _Names) -> str:
     raise TypeError(f"unresolved expression node {e!r}")
 
 
+def _may_be_negative(e: Expr) -> bool:
+    """Whether a size expression can be negative (it subtracts, or holds a negative constant)."""
+    if isinstance(e, Const):
+        return e.value < 0
+    if isinstance(e, BinOp):
+        return e.op == "sub" or _may_be_negative(e.lhs) or _may_be_negative(e.rhs)
+    return False
+
+
+def _may_divide_by_zero(e: Expr) -> bool:
+    """Whether a size expression divides by something that is not a non-zero constant."""
+    if isinstance(e, BinOp):
+        if e.op in ("floordiv", "cdiv") and not (isinstance(e.rhs, Const) and e.rhs.value != 0):
+            return True
+        return _may_divide_by_zero(e.lhs) or _may_divide_by_zero(e.rhs)
+    return False
+
+
 class Launcher:
     """The generated body of one (dtype, ranks) launch: source lines and the names they use.
 
@@ -175,13 +193,19 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     def scalar_error_(args, exc):
         raise scalar_error(kop, args, exc) from None
 
+    def size_error(args):
+        shapes = [tuple(args[p].shape) for p in tpos]
+        concrete(plan, shapes, kop.v.tensor_names)  # raises the InputError that names the expression
+        raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
+
     def unwritten(gx, gy, gz):
         raise InputError(f"{op}: the grid ({gx}, {gy}, {gz}) is empty but an output is not: the kernel would "
                          "leave it unwritten. Fix: make the geometry cover every non-empty output")
 
     ns: Dict[str, Any] = {
         f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,
-        f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}grad_enabled": torch.is_grad_enabled,
+        f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}size_error": size_error,
+        f"{P}grad_enabled": torch.is_grad_enabled,
         f"{P}new_buffer": new_buffer, f"{P}relaunch": relaunch_, f"{P}scalar_error": scalar_error_,
         f"{P}tls": pack._tls, f"{P}pack": pack.struct.pack_into,
         f"{P}launch": launch or driver().cuLaunchKernel,
@@ -203,10 +227,37 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     smem_src = py_source(plan.shared_mem, names)
     out_shape_src = [None if o.like is not None else [py_source(e, names) for e in o.shape] for o in plan.outputs]
     body += names.lines
-    for i, src in enumerate(extra_src):
-        body.append(f"    x{i} = {src}")
+    sizes: List[str] = [f"x{i} = {src}" for i, src in enumerate(extra_src)]
+    sizes.append(f"gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
+    negative = [g for g, e in zip(("gx", "gy", "gz"), plan.grid) if _may_be_negative(e)]
+    if not smem_src.isdigit():
+        sizes.append(f"sm = {smem_src}")
+        smem_src = "sm"
+        negative += ["sm"] if _may_be_negative(plan.shared_mem) else []
+    dims_of: List[List[str]] = []
+    for i, (o, shp) in enumerate(zip(plan.outputs, out_shape_src)):
+        dims = []
+        for j, (src, e) in enumerate(zip(shp or (), o.shape)):
+            if src.isdigit():
+                dims.append(src)
+                continue
+            sizes.append(f"d{i}_{j} = {src}")
+            dims.append(f"d{i}_{j}")
+            negative += [f"d{i}_{j}"] if _may_be_negative(e) else []
+        dims_of.append(dims)
+    exprs = list(plan.extras) + list(plan.grid) + [plan.shared_mem] + [e for o in plan.outputs if o.like is None
+                                                                        for e in o.shape]
+    if any(_may_divide_by_zero(e) for e in exprs):  # a size read as a divisor may be 0: our error, not Python's
+        body += ["    try:"] + [f"        {ln}" for ln in sizes]
+        body += ["    except ZeroDivisionError:", f"        {P}size_error(({params},))"]
+    else:
+        body += [f"    {ln}" for ln in sizes]
+    for i in range(len(extra_src)):
         body.append(f"    if x{i} > {INT32_MAX} or x{i} < {-INT32_MAX - 1}: {P}too_big({i}, x{i})")
-    body.append(f"    gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
+    big = [" * ".join(d) + f" > {INT64_MAX}" for d, o in zip(dims_of, plan.outputs)
+           if o.like is None and sum(not x.isdigit() for x in d) and len(d) > 1]
+    if negative or big:
+        body.append(f"    if {' or '.join([f'{n} < 0' for n in negative] + big)}: {P}size_error(({params},))")
     over = [f"{g} > {lim}" for g, src, lim in zip(("gx", "gy", "gz"), grid_src, GRID_LIMITS) if not src.isdigit()]
     over += [f"{src} > {lim}" for src, lim in zip(grid_src, GRID_LIMITS) if src.isdigit() and int(src) > lim]
     if over:
@@ -219,7 +270,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         elif o.like is not None:
             body.append(f"    o{i} = {P}empty_like(a{tpos[o.like]}, dtype={P}odt{i})")
         else:
-            dims = "".join(f"{s}, " for s in shp)
+            dims = "".join(f"{d}, " for d in dims_of[i])
             body.append(f"    o{i} = {P}empty(({dims}), dtype={P}odt{i}, device=a{tpos[0]}.device)")
     vals = [f"a{p}.data_ptr()" for p in tpos] + [f"a{p}" for p in spos]
     vals += [f"x{i}" for i in range(len(extra_src))] + [f"o{i}.data_ptr()" for i in range(len(plan.outputs))]

@@ -15,11 +15,9 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from .errors import InputError
-from .expr import Const, DimSize, Dim, Expr, Numel, NumelOf, binop, lift, product, resolve
+from .expr import BinOp, Const, DimSize, Dim, Expr, Numel, NumelOf, SizesEvaluator, binop, evaluate, lift, product, resolve
+from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .spec import Custom, Elementwise, KernelSpec, ReduceDims, Reduction, SameAs, Validated, resolve_tensor
-
-INT32_MAX = 2**31 - 1
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 
 @dataclass(frozen=True)
@@ -75,6 +73,10 @@ def build_plan(v: Validated, spec: KernelSpec, ranks: Sequence[int], tactic: int
     op = v.op_name
     ranks = tuple(int(r) for r in ranks)
     names = v.tensor_names
+    for decl, r in zip(v.tensor_decls, ranks):
+        if decl.ndim is not None and r != decl.ndim:
+            raise _bad(op, f"input {decl.name!r}", f"has {r} dims but is declared with ndim={decl.ndim}",
+                       f"pass a {decl.ndim}-dim tensor (e.g. {decl.name}.reshape(...)), or change InputDecl(ndim=)")
 
     def leaf(node: Expr, where: str) -> Expr:
         if isinstance(node, Numel):
@@ -158,6 +160,68 @@ def build_plan(v: Validated, spec: KernelSpec, ranks: Sequence[int], tactic: int
     )
 
 
+def render(e: Expr, names: Sequence[str]) -> str:
+    """A resolved expression written with the inputs' names: ``(x.shape[0] - 5)``."""
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Dim):
+        return f"{names[e.tensor]}.shape[{e.axis}]"
+    if isinstance(e, NumelOf):
+        return f"{names[e.tensor]}.numel()"
+    if isinstance(e, BinOp):
+        sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(e.op)
+        lhs, rhs = render(e.lhs, names), render(e.rhs, names)
+        return f"({lhs} {sym} {rhs})" if sym else f"{e.op}({lhs}, {rhs})"
+    return str(e)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """A plan evaluated at concrete input shapes, every value checked."""
+
+    outputs: Tuple[Tuple[int, ...], ...]
+    grid: Tuple[int, int, int]
+    shared_mem: int
+    extras: Tuple[int, ...]
+
+
+def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[str]) -> Sizes:
+    """Evaluate ``plan`` at input ``shapes``; :class:`InputError` naming the op, the expression and the
+    input sizes for a division by zero, a negative dimension, grid or shared memory, an output over
+    int64 elements, an extra over a C int or a grid over CUDA's limits."""
+    ev = SizesEvaluator(shapes)
+    sizes = ", ".join(f"{n}={tuple(int(d) for d in s)}" for n, s in zip(names, shapes))
+
+    def value(e: Expr, where: str, lo: Optional[int] = None, hi: Optional[int] = None, what: str = "") -> int:
+        try:
+            v = int(evaluate(e, ev))
+        except ZeroDivisionError:
+            raise _bad(plan.op_name, where, f"{render(e, names)} divides by zero at input sizes {sizes}",
+                       "pass inputs whose sizes keep the divisor non-zero") from None
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise _bad(plan.op_name, where, f"{render(e, names)} = {v} is out of range for {what} ([{lo}, {hi}]) at "
+                       f"input sizes {sizes}", "pass inputs for which the size expressions stay in range")
+        return v
+
+    outs = []
+    for i, o in enumerate(plan.outputs):
+        dims = tuple(value(e, f"outputs[{i}].shape[{j}]", 0, INT64_MAX, "an output dimension")
+                     for j, e in enumerate(o.shape))
+        n = 1
+        for d in dims:
+            n *= d
+        if n > INT64_MAX:
+            raise _bad(plan.op_name, f"outputs[{i}]", f"shape {dims} has {n} elements, over int64 at input sizes {sizes}",
+                       "pass smaller inputs")
+        outs.append(dims)
+    extras = tuple(value(e, f"extras[{i}]", -INT32_MAX - 1, INT32_MAX, "the kernel's 32-bit int")
+                   for i, e in enumerate(plan.extras))
+    grid = tuple(value(e, f"grid[{'xyz'[i]}]", 0, GRID_LIMITS[i], f"CUDA grid axis {'xyz'[i]}")
+                 for i, e in enumerate(plan.grid))
+    smem = value(plan.shared_mem, "shared_mem", 0, INT32_MAX, "dynamic shared memory (bytes)")
+    return Sizes(outputs=tuple(outs), grid=grid, shared_mem=smem, extras=extras)
+
+
 def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Expr]:
     """``block[i]`` covers output axis ``-1-i``; axes before those fold into grid z."""
     r = len(shape)
@@ -179,4 +243,5 @@ def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Exp
     return gx, gy, gz
 
 
-__all__ = ["LaunchPlan", "OutputPlan", "build_plan", "tactic_count", "INT32_MAX", "GRID_LIMITS"]
+__all__ = ["LaunchPlan", "OutputPlan", "Sizes", "build_plan", "concrete", "render", "tactic_count", "INT32_MAX",
+           "INT64_MAX", "GRID_LIMITS"]

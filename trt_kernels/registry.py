@@ -22,6 +22,10 @@ from .plan import LaunchPlan, build_plan, tactic_count
 from .spec import KernelSpec, Validated, kernel_name_for
 
 _LOG = logging.getLogger("trt_kernels")
+#: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
+#: parameters and any compile error do not depend on it, and Hopper accepts every feature an
+#: sm_80/sm_89 kernel uses (a kernel for newer archs needs arch_override or TRT_KERNELS_ARCH)
+CHECK_ARCH = "sm_90"
 
 
 @dataclass
@@ -147,8 +151,9 @@ class KernelOp:
                     self._programs.setdefault(prog.arch, prog)
                 return f"checked against the cached build for {prog.arch}"
         arch = arch or default_arch()
-        if arch is None:
-            return "no GPU arch known; compiling at first launch"
+        if arch is None:  # no GPU and no arch given: compile for CHECK_ARCH, so mistakes surface now
+            self.program(CHECK_ARCH)
+            return f"compiled for {CHECK_ARCH} to check it (no GPU visible and no arch given)"
         self.program(arch)
         return f"compiled for {normalize_arch(arch)}"
 
@@ -216,7 +221,8 @@ def _with_headers(source: str, kernel_dtypes, v: Validated) -> str:
             needed.append(h)
     if not needed:
         return source
-    return "".join(f"#include <{h}>\n" for h in needed) + source
+    # '#line 1' after the includes: NVRTC's messages give the line numbers of the user's source
+    return "".join(f"#include <{h}>\n" for h in needed) + "#line 1\n" + source
 
 
 _REGISTRY: Dict[str, KernelOp] = {}

@@ -19,6 +19,7 @@ import torch
 from . import dtypes as _dt
 from .errors import SpecError
 from .expr import BinOp, Const, DimSize, Expr, Numel, leaves, lift
+from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
 
 # ---------- output shape relations ----------
 
@@ -197,7 +198,6 @@ _CONTROLLED_OPTIONS = {
     "--fdevice-syntax-only": "it makes no PTX or CUBIN: drop it",
 }
 _STDS = ("c++03", "c++11", "c++14", "c++17", "c++20")
-MAX_SHARED_MEM = 232448  # bytes of dynamic shared memory no current NVIDIA GPU exceeds (227 KiB, sm_90/sm_100)
 
 
 def _bad_identifier(name) -> Optional[str]:
@@ -541,11 +541,16 @@ def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ..
     for b in block:
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
             raise _fail(op, where, f"block entry {b!r} is not a positive int", "use positive ints")
+    for i, (b, lim) in enumerate(zip(block, BLOCK_LIMITS)):
+        if b > lim:
+            raise _fail(op, where, f"block {tuple(block)}: axis {'xyz'[i]} is {b}; CUDA allows at most {lim} there",
+                        "use a smaller block along that axis")
     total = 1
     for b in block:
         total *= b
-    if total > 1024:
-        raise _fail(op, where, f"block {tuple(block)} has {total} threads; CUDA allows at most 1024 per block", "use a smaller block")
+    if total > MAX_THREADS_PER_BLOCK:
+        raise _fail(op, where, f"block {tuple(block)} has {total} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK} "
+                    "per block", "use a smaller block")
     return tuple(block)
 
 
@@ -583,8 +588,6 @@ def _check_geometry(op: str, g, spec: KernelSpec, tnames, tensors) -> None:
     elif isinstance(g, Custom):
         if not isinstance(g.grid, (tuple, list)) or not 1 <= len(g.grid) <= 3:
             raise _fail(op, "geometry.grid", f"{g.grid!r} is not 1 to 3 size expressions", "e.g. grid=(ttk.cdiv(ttk.Numel('x'), 256),)")
-        from .plan import GRID_LIMITS
-
         for i, e in enumerate(g.grid):
             try:
                 e = lift(e)

@@ -22,7 +22,7 @@ from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpErro
 from .expr import ShapeEvaluator, evaluate
 from .fastpath import build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error
 from .launch import driver
-from .plan import LaunchPlan
+from .plan import LaunchPlan, concrete
 from .registry import KernelOp
 
 _SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
@@ -135,10 +135,18 @@ def make_fake_impl(kop: KernelOp):
         ts = [args[i] for i in tpos]
         _check_tensor_args(kop, ts)
         plan = kop.plan(tuple(t.dim() for t in ts))
-        ev = ShapeEvaluator(ts)
+        shapes = [tuple(t.shape) for t in ts]
+        if all(type(d) is int for s in shapes for d in s):  # static sizes: the eager launch's checks, here too
+            out_shapes = concrete(plan, shapes, kop.v.tensor_names).outputs
+        else:
+            ev = ShapeEvaluator(ts)
+            try:
+                out_shapes = [[evaluate(e, ev) for e in o.shape] for o in plan.outputs]
+            except ZeroDivisionError:
+                raise InputError(f"{kop.op_name}: an output size expression divides by zero at input sizes "
+                                 f"{shapes}. Fix: pass inputs whose sizes keep the divisor non-zero") from None
         outs = []
-        for o, dt in zip(plan.outputs, _out_dtypes(plan, ts)):
-            shape = [evaluate(e, ev) for e in o.shape]
+        for shape, dt in zip(out_shapes, _out_dtypes(plan, ts)):
             outs.append(ts[0].new_empty(shape, dtype=dt))
         return outs[0] if single else tuple(outs)
 
@@ -215,13 +223,16 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         return
     kdt = _check_tensor_args(kop, tensors)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
-    ev = ShapeEvaluator(tensors)
-    grid = [int(evaluate(e, ev)) for e in plan.grid]
+    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.v.tensor_names)
+    grid = list(sizes.grid)
     if not all(grid):
+        if any(o.numel() for o in outs):
+            raise InputError(f"{kop.op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel would "
+                             "leave it unwritten. Fix: make the geometry cover every non-empty output")
         return
     vals = [t.data_ptr() for t in tensors]
     vals += [a for a, k in zip(args, kop.v.arg_kinds) if k == "scalar"]
-    vals += [int(evaluate(e, ev)) for e in plan.extras]
+    vals += list(sizes.extras)
     vals += [o.data_ptr() for o in outs]
     pack = kop.param_pack(kdt)
     buf, addr, _keep = pack.buffer()
@@ -230,7 +241,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     except (struct.error, OverflowError) as exc:
         raise scalar_error(kop, args, exc) from None
     kernel = kop.loaded_kernel(kdt, dev)
-    smem = int(evaluate(plan.shared_mem, ev))
+    smem = sizes.shared_mem
     (err,) = driver().cuLaunchKernel(kernel.function(dev), *grid, *plan.block, smem, stream, addr, 0)
     if err:
         relaunch(kop, kernel, err, dev, grid, plan.block, smem, addr, stream)

@@ -31,9 +31,9 @@ import torch
 
 from . import abi as _abi
 from .errors import InputError, KernelABIError, LaunchError, NoCudaDeviceError, PtxVersionError, SpecError
-from .expr import Const, Expr, ShapeEvaluator, evaluate
+from .expr import Const, Expr
 from .launch import LoadedKernel, ParamPack, check, driver, driver_version
-from .plan import GRID_LIMITS, INT32_MAX, LaunchPlan, build_plan
+from .plan import LaunchPlan, build_plan, concrete
 from .registry import KernelOp
 from .spec import Custom, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
 from . import triton_source as _ts
@@ -277,21 +277,14 @@ class TritonKernelOp(KernelOp):
         kdt = _check_tensor_args(self, tensors)
         tactic = min(max(int(tactic or 1), 1), self.tactics)
         plan = self.plan(tuple(t.dim() for t in tensors), tactic)
-        ev = ShapeEvaluator(tensors)
-        grid = [int(evaluate(e, ev)) for e in plan.grid]
+        sizes = concrete(plan, [tuple(t.shape) for t in tensors], self.v.tensor_names)
+        grid = list(sizes.grid)
         if not all(grid):
             if any(o.numel() for o in outs):
                 raise InputError(f"{self.op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel "
                                  "would leave it unwritten. Fix: make the grid cover every non-empty output")
             return
-        if any(g > lim for g, lim in zip(grid, GRID_LIMITS)):
-            raise InputError(f"{self.op_name}: grid {tuple(grid)} exceeds CUDA's limits {GRID_LIMITS}. Fix: use "
-                             "smaller inputs or a grid with fewer programs along that axis")
-        extras = [int(evaluate(e, ev)) for e in plan.extras]
-        for i, x in enumerate(extras):
-            if not -INT32_MAX - 1 <= x <= INT32_MAX:
-                raise InputError(f"{self.op_name}: extras[{i}] ({self.spec.extras[i]}) = {x} does not fit the kernel's "
-                                 "32-bit int. Fix: split the input into chunks of at most 2**31-1 elements")
+        extras = list(sizes.extras)
         vals = [t.data_ptr() for t in tensors] + [a for a, k in zip(args, kinds) if k == "scalar"]
         vals += extras + [o.data_ptr() for o in outs]
         pack = self.param_pack(kdt)
@@ -316,7 +309,7 @@ class TritonKernelOp(KernelOp):
             ptrs.append((t.data_ptr() + align - 1) // align * align)
         pack.set_hidden(buf, ptrs)
         lk = self.loaded_kernel(kdt, dev, tactic, scratch_ok=True)
-        smem = max(int(evaluate(plan.shared_mem, ev)), k.shared)
+        smem = max(sizes.shared_mem, k.shared)
         (err,) = driver().cuLaunchKernel(lk.function(dev), *grid, *plan.block, smem, stream, addr, 0)
         if scratch:
             pack.set_hidden(buf, [])
@@ -339,9 +332,9 @@ class TritonKernelOp(KernelOp):
         args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
         tensors = [a for a, k in zip(args, self.v.arg_kinds) if k == "tensor"]
         plan = self.plan(tuple(t.dim() for t in tensors))
-        ev = ShapeEvaluator(tensors)
-        outs = [torch.empty([int(evaluate(e, ev)) for e in o.shape], dtype=dt, device=tensors[0].device)
-                for o, dt in zip(plan.outputs, _out_dtypes(plan, tensors))]
+        shapes = concrete(plan, [tuple(t.shape) for t in tensors], self.v.tensor_names).outputs
+        outs = [torch.empty(shape, dtype=dt, device=tensors[0].device)
+                for shape, dt in zip(shapes, _out_dtypes(plan, tensors))]
         self.launch_into(args, outs, torch._C._cuda_getCurrentRawStream(tensors[0].get_device()), 1)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
