@@ -1,16 +1,28 @@
-"""The disk cache under faults and bad input (issue 15): no damaged entry is trusted, its
-header included, and a bad entry is recompiled and rewritten with one warning."""
+"""The disk cache under faults and bad input (issue 15): no damaged entry is trusted, header
+included; special files, things in the way and unwritable caches neither hang, exhaust memory,
+nor warn in every compile; stale temporary files go."""
 
+import errno
 import json
 import logging
 import os
 import random
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from trt_kernels import compile as comp
 from kernels import SIGMOID
 
+TESTS = Path(__file__).resolve().parent
 ARCH = "sm_90"
 
 
@@ -162,3 +174,165 @@ def test_an_entry_of_the_older_format_is_replaced_without_a_warning(tmp_path, ca
     assert cache_store.read_entry(path, ts._MAGIC, lambda p: ts._decode(p, "ab" * 32)) is None
     assert _warnings(caplog) == []
     assert any(r.levelno == logging.INFO and "older trt-kernels format" in r.getMessage() for r in caplog.records)
+
+
+# ---------------- 3. special files, things in the way, unwritable caches ----------------
+
+CHILD = textwrap.dedent(r"""
+    import json, resource, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from kernels import SIGMOID
+    from trt_kernels import compile as comp
+    comp.nvrtc_version()  # loaded before the limit below
+    with open("/proc/self/status") as f:
+        vm = int([ln for ln in f if ln.startswith("VmSize:")][0].split()[1]) * 1024
+    # reading /dev/zero into memory must not be possible: 2 GiB more than the process has now
+    resource.setrlimit(resource.RLIMIT_AS, (vm + (2 << 30), resource.getrlimit(resource.RLIMIT_AS)[1]))
+    t = time.perf_counter()
+    prog = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
+    print("RESULT " + json.dumps({"from_cache": prog.from_cache, "seconds": time.perf_counter() - t}))
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero") or
+                    not os.path.exists("/proc/self/status"), reason="needs FIFOs, /dev/zero and /proc (Linux)")
+@pytest.mark.parametrize("special", ["fifo", "dev_zero_link"])
+def test_a_special_file_entry_neither_hangs_nor_exhausts_memory(cache, special):
+    root, _ = cache
+    good = _compile()
+    path = root / good.key / f"{ARCH}.bin"
+    path.unlink()
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(root))
+    env.pop("TRT_KERNELS_CACHE", None)
+    try:
+        r = subprocess.run([sys.executable, "-c", CHILD, str(TESTS)], capture_output=True, text=True, env=env,
+                           timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a process declaring a kernel whose cache entry is a {special} hung")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][-1][len("RESULT "):])
+    assert res["from_cache"] is False and res["seconds"] < 60
+    assert re.search(r"is (a FIFO|a symbolic link \(to /dev/zero\)), not a regular file", r.stderr), r.stderr
+    assert stat.S_ISREG(os.lstat(path).st_mode)  # replaced by a sound entry
+    assert _compile().from_cache
+
+
+def test_an_oversized_entry_is_not_read(cache):
+    from trt_kernels import cache_store
+
+    root, calls = cache
+    good = _compile()
+    path = root / good.key / f"{ARCH}.bin"
+    with open(path, "r+b") as f:  # sparse: no disk, and no memory if it is never read
+        f.truncate(cache_store.MAX_ENTRY_BYTES + 1)
+    tracemalloc.start()
+    try:
+        assert not _compile().from_cache and len(calls) == 2
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < cache_store.MAX_ENTRY_BYTES // 4  # it was never read into memory
+    assert _compile().from_cache
+
+
+def test_an_empty_directory_where_an_entry_belongs_is_removed(cache, caplog):
+    root, calls = cache
+    good = _compile()
+    path = root / good.key / f"{ARCH}.bin"
+    path.unlink()
+    path.mkdir()
+    caplog.clear()
+    assert not _compile().from_cache
+    assert stat.S_ISREG(os.lstat(path).st_mode)
+    warned = _warnings(caplog)
+    assert len(warned) == 1 and "removed the empty directory" in warned[0] and str(path) in warned[0]
+    assert _compile().from_cache and len(calls) == 2
+
+
+def test_a_non_empty_directory_in_the_way_is_kept_and_said_once(cache, caplog):
+    root, calls = cache
+    good = _compile()
+    for arch in ("sm_80", "sm_86", ARCH):
+        path = root / good.key / f"{arch}.bin"
+        if path.exists():
+            path.unlink()
+        path.mkdir()
+        (path / "theirs.txt").write_text("not ours")
+    caplog.clear()
+    for arch in ("sm_80", "sm_86", ARCH):
+        assert not _compile(arch=arch).from_cache
+        assert (root / good.key / f"{arch}.bin" / "theirs.txt").read_text() == "not ours"
+    warned = _warnings(caplog)
+    assert len(warned) == 1, warned
+    assert "not empty" in warned[0] and "TRT_KERNELS_CACHE_DIR" in warned[0] and "TRT_KERNELS_CACHE=0" in warned[0]
+
+
+@pytest.mark.parametrize("what", ["file", "symlink"])
+def test_a_file_or_link_where_a_key_directory_belongs_is_replaced(cache, tmp_path, caplog, what):
+    root, calls = cache
+    good = _compile()
+    keydir = root / good.key
+    for p in keydir.iterdir():
+        p.unlink()
+    keydir.rmdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    if what == "file":
+        keydir.write_text("in the way")
+    else:
+        keydir.symlink_to(outside, target_is_directory=True)
+    caplog.clear()
+    assert not _compile().from_cache
+    assert keydir.is_dir() and not keydir.is_symlink()
+    assert stat.S_ISREG(os.lstat(keydir / f"{ARCH}.bin").st_mode)
+    assert list(outside.iterdir()) == []  # nothing written through the link
+    warned = _warnings(caplog)
+    assert len(warned) == 1 and f"removed {keydir}" in warned[0], warned
+    assert _compile().from_cache and len(calls) == 2
+
+
+@pytest.mark.parametrize("how", ["under_a_file", "mkstemp_denied", "chmod"])
+def test_an_unwritable_cache_is_said_once(cache, tmp_path, monkeypatch, caplog, how):
+    root, calls = cache
+    if how == "under_a_file":
+        (tmp_path / "file").write_text("x")
+        root = tmp_path / "file" / "cache"
+        monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
+    elif how == "chmod":
+        root.mkdir()
+        root.chmod(0o555)
+        if os.access(root, os.W_OK):
+            root.chmod(0o755)
+            pytest.skip("chmod does not make a directory read-only for this user (root)")
+    denied = PermissionError(errno.EACCES, "Permission denied")
+    with mock.patch("tempfile.mkstemp", side_effect=denied) if how == "mkstemp_denied" else mock.MagicMock():
+        progs = [_compile(SIGMOID + f"\n// {i}") for i in range(3)]
+    if how == "chmod":
+        root.chmod(0o755)
+    assert all(p.cubin and not p.from_cache for p in progs) and len(calls) == 3
+    warned = _warnings(caplog)
+    assert len(warned) == 1, warned
+    assert str(root) in warned[0] and "TRT_KERNELS_CACHE_DIR" in warned[0] and "TRT_KERNELS_CACHE=0" in warned[0]
+    later = [r for r in caplog.records if r.levelno == logging.DEBUG and "cannot write" in r.getMessage()]
+    assert len(later) == 2
+
+
+def test_stale_temporary_files_are_removed_when_writing_there(cache):
+    root, _ = cache
+    good = _compile()
+    d = root / good.key
+    day = 24 * 3600
+    stale = d / "sm_80.bin.abcd1234.tmp"
+    fresh = d / "sm_86.bin.efgh5678.tmp"  # maybe another process writing right now
+    theirs = d / "notes.tmp"
+    for p in (stale, fresh, theirs):
+        p.write_bytes(b"partial")
+    os.utime(stale, (time.time() - 2 * day,) * 2)
+    os.utime(theirs, (time.time() - 2 * day,) * 2)
+    _compile(arch="sm_80")  # writes into d
+    assert not stale.exists()
+    assert fresh.exists() and theirs.exists()

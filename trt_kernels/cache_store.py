@@ -1,4 +1,4 @@
-"""The disk cache's store: opaque entries, framed and checked.
+"""The disk cache's store: opaque entries, framed and checked, read and written safely.
 
 The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.compile` for
 NVRTC programs, :mod:`trt_kernels.triton_source` for Triton kernels) that turns a payload into
@@ -15,25 +15,43 @@ Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt
     <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.compile)
     <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_source)
     <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
+
+Reads open regular files only (no FIFO, device or symbolic link; at most
+:data:`MAX_ENTRY_BYTES`). Writes are atomic, remove temporary files older than
+:data:`STALE_TMP_SECONDS` in the directory they write to, and repair what is in the way where
+that is safe: an empty directory where an entry belongs, a regular file or symbolic link where
+a program-key directory belongs. Where the cache cannot be written, a process says so once.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import re
+import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
-from typing import Callable, Optional, Set, TypeVar
+from typing import Callable, List, Optional, Set, TypeVar
 
 T = TypeVar("T")
 _LOG = logging.getLogger("trt_kernels")
 
 NVRTC_MAGIC = b"TRTKC\x00"
 TRITON_MAGIC = b"TRTKT\x00"
+#: An entry larger than this is not read (a cache entry is a few KiB to a few MiB).
+MAX_ENTRY_BYTES = 256 << 20
+#: A temporary file older than this (seconds) is a write that died; it is removed.
+STALE_TMP_SECONDS = 3600
 
 _DIGEST = hashlib.sha256().digest_size
+_KEY = re.compile(r"[0-9a-f]{64}")
+_TMP = re.compile(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
+_OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+         | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 
 
 def cache_dir() -> Optional[Path]:
@@ -76,10 +94,11 @@ def _older_format(blob: bytes, magic: bytes) -> bool:
     return blob.startswith(magic) and blob[n + 4:n + 6] == b'{"'
 
 
-# ---------------- reporting: once per entry ----------------
+# ---------------- reporting: once per entry, once per cache ----------------
 
 _REPORT_LOCK = threading.Lock()
 _REPORTED: Set[str] = set()  # entries whose problem was said at warning level (until rewritten)
+_UNWRITABLE: Set[str] = set()  # caches this process said it cannot write
 
 
 def _once(path: Path, level: int, msg: str, *args) -> None:
@@ -89,13 +108,84 @@ def _once(path: Path, level: int, msg: str, *args) -> None:
     _LOG.log(level if first else logging.DEBUG, msg, *args)
 
 
+def _cannot_write(path: Path, err: BaseException) -> None:
+    root = cache_dir()
+    where = str(root if root is not None else path.parent)
+    with _REPORT_LOCK:
+        first = where not in _UNWRITABLE
+        _UNWRITABLE.add(where)
+    _LOG.log(logging.WARNING if first else logging.DEBUG,
+             "trt_kernels: cannot write the compile cache entry %s (%s); compiling without caching (said once "
+             "per process, later failures are logged at debug level). Fix: make %s writable, set "
+             "TRT_KERNELS_CACHE_DIR to a writable directory, or TRT_KERNELS_CACHE=0 to turn the disk cache off",
+             path, err, where)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class _Unusable(OSError):
+    """What is at an entry's path is not an entry to read: ``why`` says what it is."""
+
+    def __init__(self, path: Path, why: str, is_dir: bool = False):
+        super().__init__(f"{path} {why}")
+        self.why, self.is_dir = why, is_dir
+
+
+def _read_regular(path: Path, limit: int, prefix: Optional[int] = None) -> bytes:
+    """The bytes of ``path`` (its first ``prefix`` bytes if given) if it is a regular file of at
+    most ``limit`` bytes; never follows a symbolic link, never blocks on a FIFO, never reads a device."""
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                raise e from None
+            if stat.S_ISLNK(st.st_mode):
+                raise _Unusable(path, f"is a symbolic link (to {os.readlink(path)}), not a regular file") from None
+        raise
+    chunks: List[bytes] = []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Unusable(path, f"is {_kind(st.st_mode)}, not a regular file", stat.S_ISDIR(st.st_mode))
+        if st.st_size > limit:
+            raise _Unusable(path, f"has {st.st_size} bytes, more than the {limit} an entry may have")
+        want, n, step = (limit + 1 if prefix is None else prefix), 0, st.st_size + 1
+        while n < want:
+            chunk = os.read(fd, min(want - n, step))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            n, step = n + len(chunk), 1 << 20
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise _Unusable(path, f"has more than the {limit} bytes an entry may have")
+    return data
+
+
 def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T]) -> Optional[T]:
     """The payload of the entry at ``path`` through ``decode``; None when there is no usable entry
-    (absent, unreadable, corrupt, or ``decode`` raised), so the caller recompiles and rewrites it.
-    A problem with one entry is logged at warning level once."""
+    (absent, not a regular file, unreadable, corrupt, or ``decode`` raised), so the caller
+    recompiles and rewrites it. A problem with one entry is logged at warning level once."""
     try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
+        blob = _read_regular(path, MAX_ENTRY_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # absent; a file where the key directory belongs is repaired by the write
+    except _Unusable as e:
+        if e.is_dir:  # the write removes it if empty, else says it cannot write
+            _LOG.debug("trt_kernels: cache entry %s is a directory; recompiling", path)
+        else:
+            _once(path, logging.WARNING, "trt_kernels: cache entry %s %s; recompiling, and replacing it", path, e.why)
         return None
     except OSError as e:
         _once(path, logging.WARNING, "trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
@@ -118,22 +208,87 @@ def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T]) -> Option
         return None
 
 
-# ---------------- writing ----------------
+# ---------------- writing, with repairs ----------------
+
+
+def _ensure_dir(d: Path) -> None:
+    """Make the directory ``d`` an entry goes in. A regular file or symbolic link named like a
+    program key (64 hex digits) where a key directory belongs is ours to replace: removed, logged."""
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError:
+        d.mkdir(parents=True, exist_ok=True)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if _KEY.fullmatch(d.name) and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        what = (f"a symbolic link to {os.readlink(d)}" if stat.S_ISLNK(st.st_mode)
+                else f"a regular file of {st.st_size} bytes")
+        try:
+            os.unlink(d)
+        except FileNotFoundError:
+            pass  # another process repaired it first
+        _LOG.warning("trt_kernels: removed %s (%s) from the compile cache: a program's directory belongs there", d, what)
+        d.mkdir(exist_ok=True)
+        return
+    if stat.S_ISLNK(st.st_mode) and d.is_dir():
+        return  # e.g. <cache>/triton linked elsewhere by its owner
+    raise NotADirectoryError(errno.ENOTDIR, f"{_kind(st.st_mode)} is where a cache directory belongs", str(d))
+
+
+def remove_stale_temporaries(d: Path, max_age: float = STALE_TMP_SECONDS) -> int:
+    """Remove this package's temporary files (``<entry>.bin.<random>.tmp``, regular files) older
+    than ``max_age`` seconds from the directory ``d``; how many were removed."""
+    now, n = time.time(), 0
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if not _TMP.fullmatch(e.name):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and now - st.st_mtime > max_age:
+                        os.unlink(e.path)
+                        n += 1
+                except OSError:
+                    pass  # another process removed or replaced it
+    except OSError as e:
+        _LOG.debug("trt_kernels: cannot list %s for stale temporary files (%s)", d, e)
+    if n:
+        _LOG.info("trt_kernels: removed %d temporary file(s) older than %d s (writes that died) from %s", n, max_age, d)
+    return n
+
+
+def _replace(tmp: str, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        try:
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise IsADirectoryError(errno.EISDIR, "a directory that is not empty is where the entry belongs "
+                                        f"(remove {path})", str(path)) from None
+            raise
+        _LOG.warning("trt_kernels: removed the empty directory %s from the compile cache: an entry belongs there",
+                     path)
+        os.replace(tmp, path)
 
 
 def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
     """Frame ``payload`` (:func:`frame`) and write it to ``path`` atomically (temporary file,
-    fsync, rename); a failure is logged, not raised."""
+    fsync, rename). A failure is logged (once per process and cache at warning level), not raised."""
     blob = frame(magic, payload)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _ensure_dir(path.parent)
+        remove_stale_temporaries(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, path)
+            _replace(tmp, path)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -141,7 +296,7 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
                 pass
             raise
     except OSError as e:
-        _LOG.warning("trt_kernels: cannot write cache entry %s (%s); continuing without caching", path, e)
+        _cannot_write(path, e)
         return
     with _REPORT_LOCK:
         _REPORTED.discard(str(path))  # a later problem with this entry is news again
