@@ -1,6 +1,7 @@
-"""The disk cache under faults and bad input (issue 15): no damaged entry is trusted, header
-included; special files, things in the way and unwritable caches neither hang, exhaust memory,
-nor warn in every compile; stale temporary files go."""
+"""The disk cache under faults and bad input (issue 15): `cache clear` removes only what the
+package wrote; no damaged entry is trusted, header included; special files, things in the way
+and unwritable caches neither hang, exhaust memory, nor warn in every compile; stale temporary
+files go."""
 
 import errno
 import json
@@ -19,6 +20,7 @@ from unittest import mock
 
 import pytest
 
+from trt_kernels import cli
 from trt_kernels import compile as comp
 from kernels import SIGMOID
 
@@ -58,6 +60,96 @@ def _warnings(caplog):
 def _same(a, b):
     return (a.ptx, a.cubin, a.lowered, a.arch, a.nvrtc_version, a.log, a.key, a.toolchain) == \
            (b.ptx, b.cubin, b.lowered, b.arch, b.nvrtc_version, b.log, b.key, b.toolchain)
+
+
+# ---------------- 1. cache clear removes what the package wrote, nothing else ----------------
+
+
+def _clear(capsys):
+    rc = cli.main(["cache", "clear"])
+    return rc, capsys.readouterr().out
+
+
+def test_clear_removes_our_entries_and_keeps_everything_else(cache, tmp_path, capsys):
+    root, _ = cache
+    a = _compile()
+    b = _compile(SIGMOID + "\n// b", arch="sm_80")
+    ours = [root / a.key / f"{ARCH}.bin", root / b.key / "sm_80.bin"]
+    tmp_file = root / a.key / f"{ARCH}.bin.abc123xy.tmp"  # a write that died
+    tmp_file.write_bytes(b"half an entry")
+    tri = root / "triton" / ("ab" * 32 + ".bin")
+    tri.parent.mkdir()
+    tri.write_bytes(b"TRTKT\x00" + os.urandom(100))
+    ours += [tmp_file, tri]
+    removed_bytes = sum(p.stat().st_size for p in ours)
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f"{ARCH}.bin").write_bytes(b"TRTKC\x00 outside the cache: never followed")
+    (outside / "data.txt").write_text("precious")
+    foreign = {
+        "important.txt": "keep",  # the brief's example
+        "notes/keep.md": "notes",
+        f"{'cd' * 32}/{ARCH}.bin": "a key-named directory, an entry-named file without our magic",
+        f"{'cd' * 32}/README": "someone's file",
+        "other.bin": "TRTKC\x00 magic, but not where an entry lives",
+    }
+    for rel, text in foreign.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ("ef" * 32)).symlink_to(outside, target_is_directory=True)  # named like a key dir
+    (root / a.key / "sm_86.bin").symlink_to(outside / f"{ARCH}.bin")  # named like an entry
+    (root / "link-out").symlink_to(outside, target_is_directory=True)
+    n_foreign = len(foreign) + 3
+
+    rc, out = _clear(capsys)
+    assert rc == 0
+    for p in ours:
+        assert not os.path.lexists(p), p
+    assert not (root / b.key).exists() and not (root / "triton").exists()  # emptied: removed
+    assert (root / a.key).is_dir()  # still holds a link that is not ours
+    for rel, text in foreign.items():
+        assert (root / rel).read_text() == text, rel
+    for link in (root / ("ef" * 32), root / a.key / "sm_86.bin", root / "link-out"):
+        assert link.is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["data.txt", f"{ARCH}.bin"]
+    assert (outside / "data.txt").read_text() == "precious"
+    assert root.is_dir()
+    assert f"removed from {root}: 3 cache entries, 1 temporary file, 2 emptied directories" in out
+    assert f"({removed_bytes / 1024:.1f} KiB)" in out or f"({removed_bytes} bytes)" in out
+    assert f"kept untouched: {n_foreign} files" in out and "did not write" in out
+
+    rc, out = _clear(capsys)  # again: nothing of ours left, the rest still kept
+    assert rc == 0 and "0 cache entries, 0 temporary files, 0 emptied directories" in out
+    assert f"kept untouched: {n_foreign} files" in out
+
+
+def test_clear_recognises_older_formats_by_magic(cache, capsys):
+    root, _ = cache
+    key = "12" * 32
+    header = json.dumps({"format": 2, "arch": ARCH}).encode()
+    (root / key).mkdir(parents=True)
+    (root / key / f"{ARCH}.bin").write_bytes(b"TRTKC\x00" + len(header).to_bytes(4, "little") + header)  # format 2
+    (root / f"{key}.bin").write_bytes(b"TRTKC\x00" + len(header).to_bytes(4, "little") + header)  # format 1
+    (root / f"{key}.bin.zz99zz99.tmp").write_bytes(b"x")
+    rc, out = _clear(capsys)
+    assert rc == 0 and list(root.iterdir()) == []
+    assert "2 cache entries, 1 temporary file, 1 emptied directory" in out
+    assert "kept untouched: nothing" in out
+
+
+def test_clear_a_directory_of_foreign_files_only(tmp_path):
+    """The issue's reproduction, through the command line: nothing of the package's there."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "important.txt").write_text("keep\n")
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(d))
+    env.pop("TRT_KERNELS_CACHE", None)
+    r = subprocess.run([sys.executable, "-m", "trt_kernels", "cache", "clear"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (d / "important.txt").read_text() == "keep\n"
+    assert "0 cache entries" in r.stdout and "kept untouched: 1 file" in r.stdout
 
 
 # ---------------- 2. the whole entry is checksummed ----------------

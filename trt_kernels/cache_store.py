@@ -21,6 +21,7 @@ Reads open regular files only (no FIFO, device or symbolic link; at most
 :data:`STALE_TMP_SECONDS` in the directory they write to, and repair what is in the way where
 that is safe: an empty directory where an entry belongs, a regular file or symbolic link where
 a program-key directory belongs. Where the cache cannot be written, a process says so once.
+:func:`clear` removes only what this package wrote, recognised by name and magic.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import stat
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List, Optional, Set, TypeVar
 
@@ -49,6 +51,8 @@ STALE_TMP_SECONDS = 3600
 
 _DIGEST = hashlib.sha256().digest_size
 _KEY = re.compile(r"[0-9a-f]{64}")
+_ARCH_BIN = re.compile(r"sm_\d+[af]?\.bin")
+_KEY_BIN = re.compile(r"[0-9a-f]{64}\.bin")
 _TMP = re.compile(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
 _OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -300,3 +304,122 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
         return
     with _REPORT_LOCK:
         _REPORTED.discard(str(path))  # a later problem with this entry is news again
+
+
+# ---------------- cache clear ----------------
+
+
+@dataclass
+class ClearReport:
+    """What :func:`clear` removed and what it left."""
+
+    root: Path
+    entries: int = 0  # cache entries removed (any format version)
+    temporaries: int = 0  # temporary files removed
+    directories: int = 0  # program-key directories (and triton/) removed once empty
+    removed_bytes: int = 0
+    kept: int = 0  # files, links and other things this package did not write, left as they were
+    kept_bytes: int = 0
+    kept_examples: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    try:
+        return _read_regular(Path(path), MAX_ENTRY_BYTES, prefix=len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _keep(rep: ClearReport, path: str, st: os.stat_result) -> None:
+    """Count a foreign thing (a directory: everything under it, never following a link)."""
+    if len(rep.kept_examples) < 5:
+        rep.kept_examples.append(path)
+    if not stat.S_ISDIR(st.st_mode):
+        rep.kept += 1
+        rep.kept_bytes += st.st_size
+        return
+    for top, dirs, files in os.walk(path, followlinks=False):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            try:
+                rep.kept_bytes += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                pass
+            rep.kept += 1
+
+
+def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: bytes, only: Optional[Set[str]] = None):
+    """Remove entries named like ``entry`` that start with ``magic``, and temporary files, from
+    ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
+    kept = False
+    with os.scandir(d) as it:
+        items = [e for e in it if only is None or e.name in only]
+    for e in items:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        ours = stat.S_ISREG(st.st_mode) and (
+            (entry.fullmatch(e.name) and _starts_with(e.path, magic)) or _TMP.fullmatch(e.name))
+        if not ours:
+            kept = True
+            _keep(rep, e.path, st)
+            continue
+        try:
+            os.unlink(e.path)
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            kept = True
+            rep.errors.append(f"{e.path}: {err}")
+            continue
+        rep.removed_bytes += st.st_size
+        if e.name.endswith(".tmp"):
+            rep.temporaries += 1
+        else:
+            rep.entries += 1
+    return kept
+
+
+def clear(root: Path) -> ClearReport:
+    """Remove what this package wrote under the cache directory ``root`` and nothing else.
+
+    Ours: ``<64 hex>/sm_XY.bin`` entries starting with the NVRTC magic, ``triton/<64 hex>.bin``
+    entries starting with the Triton magic, ``<64 hex>.bin`` at the top starting with the NVRTC
+    magic (format 1), and temporary files ``*.bin.<random>.tmp`` next to them; all regular files,
+    whatever the format version after the magic. A program-key directory (and ``triton/``) is
+    removed when that leaves it empty. Everything else, symbolic links included (never
+    followed), is left untouched and counted in the report; ``root`` itself stays.
+    """
+    rep = ClearReport(root=root)
+    try:
+        top = [e for e in os.scandir(root)]
+    except (FileNotFoundError, NotADirectoryError):
+        return rep
+    loose = set()
+    for e in top:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if is_dir and (_KEY.fullmatch(e.name) or e.name == "triton"):
+            pattern, magic = (_ARCH_BIN, NVRTC_MAGIC) if e.name != "triton" else (_KEY_BIN, TRITON_MAGIC)
+            try:
+                kept = _clear_files(rep, e.path, pattern, magic)
+            except OSError as err:
+                rep.errors.append(f"{e.path}: {err}")
+                continue
+            if not kept:
+                try:
+                    os.rmdir(e.path)
+                    rep.directories += 1
+                except OSError:  # written to meanwhile
+                    pass
+        elif not is_dir and (_KEY_BIN.fullmatch(e.name) or _TMP.fullmatch(e.name)):
+            loose.add(e.name)
+        else:
+            _keep(rep, e.path, st)
+    if loose:
+        _clear_files(rep, str(root), _KEY_BIN, NVRTC_MAGIC, only=loose)
+    return rep
