@@ -1,7 +1,7 @@
 """The disk cache under faults and bad input (issue 15): `cache clear` removes only what the
 package wrote; no damaged entry is trusted, header included; special files, things in the way
 and unwritable caches neither hang, exhaust memory, nor warn in every compile; stale temporary
-files go."""
+files go; the in-memory memo is bounded."""
 
 import errno
 import json
@@ -428,3 +428,48 @@ def test_stale_temporary_files_are_removed_when_writing_there(cache):
     _compile(arch="sm_80")  # writes into d
     assert not stale.exists()
     assert fresh.exists() and theirs.exists()
+
+
+# ---------------- 10. the memo is bounded ----------------
+
+
+def test_the_memo_keeps_the_most_recently_used_programs(cache, monkeypatch):
+    _, calls = cache
+    monkeypatch.setenv("TRT_KERNELS_CACHE", "0")  # a memo miss is an NVRTC compile
+
+    def fake(source, names, opts, arch, version, key, label, toolchain_id=""):
+        calls.append(source)
+        return comp.CompiledProgram(ptx=b"", cubin=b"", lowered={n: n for n in names}, arch=arch,
+                                    nvrtc_version=version, log="", key=key, from_cache=False, toolchain=toolchain_id)
+
+    monkeypatch.setattr(comp, "_nvrtc_compile", fake)
+    sources = [SIGMOID + f"\n// {i}" for i in range(1000)]
+    first = comp.compile_program(sources[0], ["my_sigmoid"], arch=ARCH)
+    for s in sources[1:]:
+        comp.compile_program(s, ["my_sigmoid"], arch=ARCH)
+        assert comp.compile_program(sources[0], ["my_sigmoid"], arch=ARCH) is first  # used all along: kept
+    assert len(calls) == len(sources)
+    assert len(comp._MEMO) < len(sources)
+    from trt_kernels import cache_store
+
+    assert len(comp._MEMO) == cache_store.MEMO_ENTRIES
+    n = len(calls)
+    for s in sources[-(cache_store.MEMO_ENTRIES - 1):]:  # the most recent: still in memory
+        comp.compile_program(s, ["my_sigmoid"], arch=ARCH)
+    assert len(calls) == n
+    comp.compile_program(sources[1], ["my_sigmoid"], arch=ARCH)  # long unused: dropped, compiled again
+    assert len(calls) == n + 1
+
+
+def test_lru_memo():
+    from trt_kernels import cache_store
+    from trt_kernels import triton_source as ts
+
+    m = cache_store.LRUMemo(3)
+    for k in "abc":
+        assert m.setdefault(k, k.upper()) == k.upper()
+    assert m.get("a") == "A"  # a is now the most recent
+    assert m.setdefault("a", "other") == "A"
+    m.setdefault("d", "D")  # drops b, the least recently used
+    assert [k for k, _ in m.items()] == ["c", "a", "d"] and m.get("b") is None and len(m) == 3
+    assert isinstance(ts._MEMO, cache_store.LRUMemo) and ts._MEMO.maxsize == cache_store.MEMO_ENTRIES

@@ -35,11 +35,13 @@ import stat
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Set, TypeVar
+from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
 
 T = TypeVar("T")
+V = TypeVar("V")
 _LOG = logging.getLogger("trt_kernels")
 
 NVRTC_MAGIC = b"TRTKC\x00"
@@ -48,6 +50,8 @@ TRITON_MAGIC = b"TRTKT\x00"
 MAX_ENTRY_BYTES = 256 << 20
 #: A temporary file older than this (seconds) is a write that died; it is removed.
 STALE_TMP_SECONDS = 3600
+#: How many compiled programs a process keeps in memory per codec (least recently used go first).
+MEMO_ENTRIES = 256
 
 _DIGEST = hashlib.sha256().digest_size
 _KEY = re.compile(r"[0-9a-f]{64}")
@@ -423,3 +427,55 @@ def clear(root: Path) -> ClearReport:
     if loose:
         _clear_files(rep, str(root), _KEY_BIN, NVRTC_MAGIC, only=loose)
     return rep
+
+
+# ---------------- the in-memory memo ----------------
+
+
+class LRUMemo:
+    """A thread-safe map of at most ``maxsize`` items; the least recently used is dropped first.
+
+    Compiled programs found or built by a process, so a second declaration of one program reads
+    no disk; bounded, so a process that declares many programs does not keep all of them.
+    """
+
+    def __init__(self, maxsize: int = MEMO_ENTRIES):
+        self.maxsize = maxsize
+        self._items: "OrderedDict[Hashable, object]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def setdefault(self, key: Hashable, value: V) -> V:
+        """The value kept for ``key`` (``value``, unless another thread put one first)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]  # type: ignore[return-value]
+            self._items[key] = value
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+            return value
+
+    def items(self) -> List[Tuple[Hashable, object]]:
+        """A snapshot, least recently used first."""
+        with self._lock:
+            return list(self._items.items())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+

@@ -23,7 +23,8 @@ digest matches, so no bit of an entry, header included, is trusted unchecked. Th
 a 4-byte little-endian header length, a JSON header (lowered names, arch, NVRTC version, log,
 PTX and CUBIN lengths, program key, toolchain identity, format), the PTX, then the CUBIN. A
 corrupt entry, or one recording another toolchain, key, arch or format, is recompiled and
-rewritten, never trusted.
+rewritten, never trusted. Programs found or built are kept in memory too, the
+:data:`~trt_kernels.cache_store.MEMO_ENTRIES` most recently used.
 """
 
 from __future__ import annotations
@@ -34,13 +35,12 @@ import logging
 import os
 import re
 import struct
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
-from .cache_store import NVRTC_MAGIC, cache_dir, read_entry, write_entry
+from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
 from .errors import CompileError
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
@@ -175,8 +175,7 @@ def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledP
 
 # ---------------- compile ----------------
 
-_MEMO: Dict[Tuple[str, str], CompiledProgram] = {}  # (program key, arch) -> program
-_MEMO_LOCK = threading.Lock()
+_MEMO = LRUMemo(MEMO_ENTRIES)  # (program key, arch) -> CompiledProgram, most recently used kept
 
 
 def _toolchain_id() -> str:
@@ -193,15 +192,13 @@ def _entry_path(key: str, arch: str) -> Optional[Path]:
 
 
 def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
-    with _MEMO_LOCK:
-        hit = _MEMO.get((key, arch))
+    hit = _MEMO.get((key, arch))
     if hit is not None:
         return hit
     path = _entry_path(key, arch)
     prog = read_entry(path, _MAGIC, lambda payload: _decode(payload, key, arch, ident)) if path is not None else None
     if prog is not None:
-        with _MEMO_LOCK:
-            prog = _MEMO.setdefault((key, arch), prog)
+        prog = _MEMO.setdefault((key, arch), prog)
     return prog
 
 
@@ -224,10 +221,9 @@ def cached_program(
     if ident is None or cdir is None:
         return None
     key = program_key(source, name_expressions, options, std, include_paths, ident)
-    with _MEMO_LOCK:
-        for (k, _arch), prog in _MEMO.items():
-            if k == key:
-                return prog
+    for (k, _arch), prog in reversed(_MEMO.items()):
+        if k == key:
+            return _MEMO.setdefault((k, _arch), prog)
     try:
         names = sorted(os.listdir(cdir / key))
     except OSError:
@@ -278,8 +274,7 @@ def compile_program(
     path = _entry_path(key, arch)
     if path is not None:
         write_entry(path, _MAGIC, _encode(prog))
-    with _MEMO_LOCK:
-        return _MEMO.setdefault((key, arch), prog)
+    return _MEMO.setdefault((key, arch), prog)
 
 
 def _nvrtc_output(prog, get_size, get, what: str) -> bytes:

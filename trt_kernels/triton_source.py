@@ -26,13 +26,12 @@ import json
 import logging
 import re
 import struct
-import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import torch
 
-from .cache_store import TRITON_MAGIC, cache_dir, read_entry, write_entry
+from .cache_store import MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
 from .errors import CompileError, SpecError
 
 _LOG = logging.getLogger("trt_kernels")
@@ -213,8 +212,7 @@ def _decode(payload: bytes, key: str) -> TritonKernel:
 
 # ---------------- compile ----------------
 
-_MEMO: Dict[str, TritonKernel] = {}
-_MEMO_LOCK = threading.Lock()
+_MEMO = LRUMemo(MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
 
 
 def _target(arch: str):
@@ -254,8 +252,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
     target = _target(arch)
     key = triton_hash(src, target, options)
     if key is not None:
-        with _MEMO_LOCK:
-            hit = _MEMO.get(key)
+        hit = _MEMO.get(key)
         if hit is not None:
             return hit
     root = cache_dir()
@@ -285,6 +282,5 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
         if path is not None:
             write_entry(path, _MAGIC, _encode(k))
     if key is not None:
-        with _MEMO_LOCK:
-            k = _MEMO.setdefault(key, k)
+        k = _MEMO.setdefault(key, k)
     return k
