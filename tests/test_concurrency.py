@@ -4,6 +4,7 @@ import multiprocessing as mp
 import threading
 
 import trt_kernels as ttk
+from trt_kernels import cache_store
 from trt_kernels import compile as comp
 from trt_kernels import registry
 from kernels import SIGMOID, sigmoid_spec, unique
@@ -57,5 +58,6 @@ def test_two_processes_compile_the_same_kernel(tmp_path):
     key, arch = files[0].parent.name, files[0].stem
     from trt_kernels import toolchain
 
-    prog = comp._decode(files[0].read_bytes(), key, arch, toolchain.identity())  # valid: checksum, key, toolchain
+    payload = cache_store.unframe(files[0].read_bytes(), comp._MAGIC)  # raises unless magic and checksum match
+    prog = comp._decode(payload, key, arch, toolchain.identity())  # valid: key, arch, toolchain
     assert prog.lowered == {"my_sigmoid": "my_sigmoid"}

@@ -121,6 +121,7 @@ def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
     path) are recompiled, not returned."""
     import shutil
 
+    from trt_kernels import cache_store
     from trt_kernels import compile as comp
 
     cache = tmp_path / "foreign"
@@ -128,13 +129,13 @@ def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
     entries = sorted(cache.glob("*/*.bin"))
     assert len(entries) == 7
     for path in entries:
-        blob = path.read_bytes()
-        (hlen,) = comp.struct.unpack_from("<I", blob, len(comp._MAGIC))
-        start = len(comp._MAGIC) + 4
-        header = json.loads(blob[start:start + hlen])
+        payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
+        (hlen,) = comp.struct.unpack_from("<I", payload, 0)
+        header = json.loads(payload[4:4 + hlen])
         header["toolchain"] = "nvidia-cuda-nvrtc==0.0.0@/elsewhere/libnvrtc.so.0:1:1"
         new = json.dumps(header).encode()
-        path.write_bytes(comp._MAGIC + comp.struct.pack("<I", len(new)) + new + blob[start + hlen:])
+        # framed and checksummed again: a sound entry that records another NVRTC
+        path.write_bytes(cache_store.frame(comp._MAGIC, comp.struct.pack("<I", len(new)) + new + payload[4 + hlen:]))
     res = run(cache)
     assert res["nvrtc_loaded"] is True  # it had to compile
     assert all(progs == {"sm_90": False} for progs in res["programs"].values()), res["programs"]

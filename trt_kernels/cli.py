@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import runpy
-import shutil
 import sys
 
 
@@ -61,8 +60,16 @@ def _status(paths) -> int:
     return 0
 
 
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _cache(action: str) -> int:
-    from .compile import cache_dir
+    from .cache_store import cache_dir, clear
 
     d = cache_dir()
     if d is None:
@@ -70,11 +77,24 @@ def _cache(action: str) -> int:
         return 0
     if action == "path":
         print(d)
-    elif action == "clear":
-        n = len(list(d.glob("*/*.bin"))) if d.exists() else 0
-        shutil.rmtree(d, ignore_errors=True)
-        print(f"removed {n} entries from {d}")
-    return 0
+        return 0
+    if not d.is_dir():
+        print(f"nothing to clear: {d} {'is not a directory' if d.exists() else 'does not exist'}")
+        return 0
+    r = clear(d)  # only what trt-kernels wrote, recognised by name and magic; the rest stays
+    print(f"removed from {d}: {_count(r.entries, 'cache entry', 'cache entries')}, "
+          f"{_count(r.temporaries, 'temporary file', 'temporary files')}, "
+          f"{_count(r.directories, 'emptied directory', 'emptied directories')} ({_size(r.removed_bytes)})")
+    if r.kept:
+        more = ", ..." if len(r.kept_examples) == 5 else ""
+        print(f"kept untouched: {_count(r.kept, 'file', 'files')} ({_size(r.kept_bytes)}) that trt-kernels did not "
+              f"write (foreign files are never removed, symbolic links never followed), in "
+              f"{', '.join(r.kept_examples)}{more}")
+    else:
+        print("kept untouched: nothing (there were no files but trt-kernels' own)")
+    for err in r.errors:
+        print(f"could not remove {err}", file=sys.stderr)
+    return 1 if r.errors else 0
 
 
 def _add_commands(sub) -> None:

@@ -7,16 +7,24 @@ needs no GPU: give the arch (``KernelSpec.arch_override`` or the
 ``TRT_KERNELS_ARCH`` environment variable, e.g. ``sm_90``).
 
 Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
-``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Layout (format 2):
+``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Layout (format 3):
 ``<cache>/<program key>/<arch>.bin``. The program key is a SHA-256 of everything
 that changes the output except the arch (source, name expressions, options, C++
-standard, which headers, and the NVRTC toolchain's identity from
-:mod:`trt_kernels.toolchain`, read from disk without loading libnvrtc), so a
-process whose kernels are all cached never loads NVRTC nor looks for headers, and
+standard, which headers, the NVRTC toolchain's identity from
+:mod:`trt_kernels.toolchain`, read from disk without loading libnvrtc, and the format),
+so a process whose kernels are all cached never loads NVRTC nor looks for headers, and
 the entries of one program for every arch sit in one directory (a declaration can
-check the kernel's parameters from any of them before a GPU is queried). Entries
-are written atomically (temporary file + ``os.replace``) and checksummed: a
-corrupt entry, or one recording another toolchain, is recompiled, never trusted.
+check the kernel's parameters from any of them before a GPU is queried).
+
+This module is the NVRTC entries' codec; :mod:`trt_kernels.cache_store` keeps the bytes.
+The store frames each entry as ``b"TRTKC\\0"`` + SHA-256 of the payload + payload, writes it
+atomically (temporary file + ``os.replace``) and hands :func:`_decode` only a payload whose
+digest matches, so no bit of an entry, header included, is trusted unchecked. The payload is
+a 4-byte little-endian header length, a JSON header (lowered names, arch, NVRTC version, log,
+PTX and CUBIN lengths, program key, toolchain identity, format), the PTX, then the CUBIN. A
+corrupt entry, or one recording another toolchain, key, arch or format, is recompiled and
+rewritten, never trusted. Programs found or built are kept in memory too, the
+:data:`~trt_kernels.cache_store.MEMO_ENTRIES` most recently used.
 """
 
 from __future__ import annotations
@@ -27,20 +35,18 @@ import logging
 import os
 import re
 import struct
-import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
+from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
 from .errors import CompileError
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
-T = TypeVar("T")
 _LOG = logging.getLogger("trt_kernels")
-_FORMAT = 2
-_MAGIC = b"TRTKC\x00"
+_FORMAT = 3  # 3: the store checksums whole entries (2: <key>/<arch>.bin, a checksum of PTX + CUBIN only)
+_MAGIC = NVRTC_MAGIC
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
@@ -125,17 +131,6 @@ def default_arch() -> Optional[str]:
 # ---------------- cache ----------------
 
 
-def cache_dir() -> Optional[Path]:
-    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
-    if flag in ("0", "false", "off", "no", "disable", "disabled"):
-        return None
-    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "trt_kernels"
-
-
 def cache_entry_path(key: str, arch: str) -> Optional[Path]:
     """Where the disk cache keeps the entry of program ``key`` (a :attr:`CompiledProgram.key`) for
     ``arch``; None when the cache is disabled. For reports (``trt-kernels inspect`` / ``compile``)."""
@@ -154,28 +149,26 @@ def program_key(source: str, names: Sequence[str], options: Sequence[str], std: 
 
 
 def _encode(prog: CompiledProgram) -> bytes:
+    """The payload of an entry (the store frames and checksums it)."""
     header = json.dumps({
         "lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
         "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key, "toolchain": prog.toolchain,
         "format": _FORMAT,
-        "sha256": hashlib.sha256(prog.ptx + prog.cubin).hexdigest(),
     }).encode()
-    return _MAGIC + struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
+    return struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
 
 
-def _decode(blob: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
-    if not blob.startswith(_MAGIC):
-        raise ValueError("bad magic")
-    (hlen,) = struct.unpack_from("<I", blob, len(_MAGIC))
-    start = len(_MAGIC) + 4
-    header = json.loads(blob[start:start + hlen])
-    body = blob[start + hlen:]
+def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
+    """The program in a payload the store has checked; raises on one for another key, arch,
+    format or NVRTC."""
+    (hlen,) = struct.unpack_from("<I", payload, 0)
+    header = json.loads(payload[4:4 + hlen])
+    body = payload[4 + hlen:]
     if len(body) != header["ptx_len"] + header["cubin_len"]:
-        raise ValueError("truncated")
-    if hashlib.sha256(body).hexdigest() != header["sha256"] or header["key"] != key:
-        raise ValueError("checksum mismatch")
-    if header.get("format") != _FORMAT or header["arch"] != arch:
-        raise ValueError(f"entry for format {header.get('format')} / {header['arch']}, wanted {_FORMAT} / {arch}")
+        raise ValueError("PTX and CUBIN lengths do not add up to the entry's")
+    if header.get("format") != _FORMAT or header["arch"] != arch or header["key"] != key:
+        raise ValueError(f"entry for format {header.get('format')} / {header['arch']} / key {header['key']}, "
+                         f"wanted {_FORMAT} / {arch} / {key}")
     if header.get("toolchain") != toolchain_id:  # never hand out what another NVRTC built
         raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
     ptx, cubin = body[: header["ptx_len"]], body[header["ptx_len"]:]
@@ -184,48 +177,9 @@ def _decode(blob: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProg
                            toolchain=toolchain_id)
 
 
-def read_entry(path: Path, decode: Callable[[bytes], T]) -> Optional[T]:
-    """A cache entry's bytes through ``decode``; None (logged) when absent, unreadable or corrupt
-    (``decode`` raises on anything it does not trust), so the caller recompiles."""
-    try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
-        return None
-    try:
-        return decode(blob)
-    except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
-        _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
-        return None
-
-
-def write_entry(path: Path, blob: bytes) -> None:
-    """Write a cache entry atomically (temporary file, fsync, rename); a failure is logged, not raised."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError as e:
-        _LOG.warning("trt_kernels: cannot write cache entry %s (%s); continuing without caching", path, e)
-
-
 # ---------------- compile ----------------
 
-_MEMO: Dict[Tuple[str, str], CompiledProgram] = {}  # (program key, arch) -> program
-_MEMO_LOCK = threading.Lock()
+_MEMO = LRUMemo(MEMO_ENTRIES)  # (program key, arch) -> CompiledProgram, most recently used kept
 
 
 def _toolchain_id() -> str:
@@ -242,15 +196,13 @@ def _entry_path(key: str, arch: str) -> Optional[Path]:
 
 
 def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
-    with _MEMO_LOCK:
-        hit = _MEMO.get((key, arch))
+    hit = _MEMO.get((key, arch))
     if hit is not None:
         return hit
     path = _entry_path(key, arch)
-    prog = read_entry(path, lambda blob: _decode(blob, key, arch, ident)) if path is not None else None
+    prog = read_entry(path, _MAGIC, lambda payload: _decode(payload, key, arch, ident)) if path is not None else None
     if prog is not None:
-        with _MEMO_LOCK:
-            prog = _MEMO.setdefault((key, arch), prog)
+        prog = _MEMO.setdefault((key, arch), prog)
     return prog
 
 
@@ -273,10 +225,9 @@ def cached_program(
     if ident is None or cdir is None:
         return None
     key = program_key(source, name_expressions, options, std, include_paths, ident)
-    with _MEMO_LOCK:
-        for (k, _arch), prog in _MEMO.items():
-            if k == key:
-                return prog
+    for (k, _arch), prog in reversed(_MEMO.items()):
+        if k == key:
+            return _MEMO.setdefault((k, _arch), prog)
     try:
         names = sorted(os.listdir(cdir / key))
     except OSError:
@@ -326,9 +277,8 @@ def compile_program(
     prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
     path = _entry_path(key, arch)
     if path is not None:
-        write_entry(path, _encode(prog))
-    with _MEMO_LOCK:
-        return _MEMO.setdefault((key, arch), prog)
+        write_entry(path, _MAGIC, _encode(prog))
+    return _MEMO.setdefault((key, arch), prog)
 
 
 def _nvrtc_output(prog, get_size, get, what: str) -> bytes:

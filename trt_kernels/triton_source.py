@@ -26,18 +26,17 @@ import json
 import logging
 import re
 import struct
-import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import torch
 
-from .compile import cache_dir, read_entry, write_entry
+from .cache_store import MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
 from .errors import CompileError, SpecError
 
 _LOG = logging.getLogger("trt_kernels")
-_MAGIC = b"TRTKT\x00"
-_FORMAT = 1
+_MAGIC = TRITON_MAGIC
+_FORMAT = 2  # 2: the store checksums whole entries (1: a checksum of PTX + CUBIN only)
 EXTRA = "trt-kernels[triton]"
 
 #: torch dtype -> Triton signature type
@@ -189,32 +188,31 @@ def strip_hidden_params(ptx: bytes, symbol: str, n_user: int) -> Tuple[Optional[
 
 
 def _encode(k: TritonKernel) -> bytes:
+    """An entry's payload: a 4-byte little-endian header length, a JSON header (the metadata,
+    PTX and CUBIN lengths, format), the PTX, then the CUBIN. The store frames and checksums it
+    (:mod:`trt_kernels.cache_store`)."""
     meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache")}
-    meta.update(format=_FORMAT, ptx_len=len(k.ptx), cubin_len=len(k.cubin),
-                sha256=hashlib.sha256(k.ptx + k.cubin).hexdigest())
+    meta.update(format=_FORMAT, ptx_len=len(k.ptx), cubin_len=len(k.cubin))
     header = json.dumps(meta, sort_keys=True).encode()
-    return _MAGIC + struct.pack("<I", len(header)) + header + k.ptx + k.cubin
+    return struct.pack("<I", len(header)) + header + k.ptx + k.cubin
 
 
-def _decode(blob: bytes, key: str) -> TritonKernel:
-    if not blob.startswith(_MAGIC):
-        raise ValueError("bad magic")
-    (hlen,) = struct.unpack_from("<I", blob, len(_MAGIC))
-    start = len(_MAGIC) + 4
-    meta = json.loads(blob[start:start + hlen])
-    body = blob[start + hlen:]
+def _decode(payload: bytes, key: str) -> TritonKernel:
+    """The kernel in a payload the store has checked; raises on one of another format or key."""
+    (hlen,) = struct.unpack_from("<I", payload, 0)
+    meta = json.loads(payload[4:4 + hlen])
+    body = payload[4 + hlen:]
     if meta.pop("format") != _FORMAT or meta["hash"] != key:
         raise ValueError("other format or key")
-    plen, clen, digest = meta.pop("ptx_len"), meta.pop("cubin_len"), meta.pop("sha256")
-    if len(body) != plen + clen or hashlib.sha256(body).hexdigest() != digest:
-        raise ValueError("truncated or checksum mismatch")
+    plen, clen = meta.pop("ptx_len"), meta.pop("cubin_len")
+    if len(body) != plen + clen:
+        raise ValueError("PTX and CUBIN lengths do not add up to the entry's")
     return TritonKernel(ptx=body[:plen], cubin=body[plen:], from_cache=True, **meta)
 
 
 # ---------------- compile ----------------
 
-_MEMO: Dict[str, TritonKernel] = {}
-_MEMO_LOCK = threading.Lock()
+_MEMO = LRUMemo(MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
 
 
 def _target(arch: str):
@@ -247,20 +245,19 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
                    options: Mapping[str, Any], label: str) -> TritonKernel:
     """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` without a GPU; PTX, CUBIN and metadata.
 
-    Cached under the package's cache directory (:func:`trt_kernels.compile.cache_dir`) as
-    ``triton/<Triton's hash>.bin`` (atomic writes, checksummed)."""
+    Cached under the package's cache directory (:func:`trt_kernels.cache_store.cache_dir`) as
+    ``triton/<Triton's hash>.bin`` (atomic writes, the whole entry checksummed by the store)."""
     triton = require_triton()
     src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
     target = _target(arch)
     key = triton_hash(src, target, options)
     if key is not None:
-        with _MEMO_LOCK:
-            hit = _MEMO.get(key)
+        hit = _MEMO.get(key)
         if hit is not None:
             return hit
     root = cache_dir()
     path = root / "triton" / f"{key}.bin" if (root is not None and key is not None) else None
-    k = read_entry(path, lambda blob: _decode(blob, key)) if path is not None else None
+    k = read_entry(path, _MAGIC, lambda payload: _decode(payload, key)) if path is not None else None
     if k is None:
         try:
             ck = triton.compile(src, target=target, options=dict(options))
@@ -283,8 +280,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             hash=str(key or ck.hash), triton_version=str(triton.__version__),
         )
         if path is not None:
-            write_entry(path, _encode(k))
+            write_entry(path, _MAGIC, _encode(k))
     if key is not None:
-        with _MEMO_LOCK:
-            k = _MEMO.setdefault(key, k)
+        k = _MEMO.setdefault(key, k)
     return k

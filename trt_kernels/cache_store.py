@@ -1,0 +1,481 @@
+"""The disk cache's store: opaque entries, framed and checked, read and written safely.
+
+The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.compile` for
+NVRTC programs, :mod:`trt_kernels.triton_source` for Triton kernels) that turns a payload into
+a program and back. Every entry on disk is framed by the store as::
+
+    magic (6 bytes: b"TRTKC\\0" NVRTC, b"TRTKT\\0" Triton) + SHA-256 of the payload (32 bytes) + payload
+
+and :func:`read_entry` hands a codec nothing whose magic and digest do not match, so a flipped
+bit anywhere in an entry (its header included) means a recompile, never a trusted entry.
+
+Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
+``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` turns it off. Layout::
+
+    <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.compile)
+    <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_source)
+    <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
+
+Reads open regular files only (no FIFO, device or symbolic link; at most
+:data:`MAX_ENTRY_BYTES`). Writes are atomic, remove temporary files older than
+:data:`STALE_TMP_SECONDS` in the directory they write to, and repair what is in the way where
+that is safe: an empty directory where an entry belongs, a regular file or symbolic link where
+a program-key directory belongs. Where the cache cannot be written, a process says so once.
+:func:`clear` removes only what this package wrote, recognised by name and magic.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import re
+import stat
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
+
+T = TypeVar("T")
+V = TypeVar("V")
+_LOG = logging.getLogger("trt_kernels")
+
+NVRTC_MAGIC = b"TRTKC\x00"
+TRITON_MAGIC = b"TRTKT\x00"
+#: An entry larger than this is not read (a cache entry is a few KiB to a few MiB).
+MAX_ENTRY_BYTES = 256 << 20
+#: A temporary file older than this (seconds) is a write that died; it is removed.
+STALE_TMP_SECONDS = 3600
+#: How many compiled programs a process keeps in memory per codec (least recently used go first).
+MEMO_ENTRIES = 256
+
+_DIGEST = hashlib.sha256().digest_size
+_KEY = re.compile(r"[0-9a-f]{64}")
+_ARCH_BIN = re.compile(r"sm_\d+[af]?\.bin")
+_KEY_BIN = re.compile(r"[0-9a-f]{64}\.bin")
+_TMP = re.compile(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
+_OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+         | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+
+
+def cache_dir() -> Optional[Path]:
+    """The cache directory, or None when ``TRT_KERNELS_CACHE`` turns the cache off."""
+    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
+    if flag in ("0", "false", "off", "no", "disable", "disabled"):
+        return None
+    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trt_kernels"
+
+
+# ---------------- framing ----------------
+
+
+def frame(magic: bytes, payload: bytes) -> bytes:
+    """An entry's bytes: ``magic + SHA-256(payload) + payload``."""
+    return magic + hashlib.sha256(payload).digest() + payload
+
+
+def unframe(blob: bytes, magic: bytes) -> bytes:
+    """The payload of an entry framed by :func:`frame`; ValueError unless magic and digest match."""
+    if not blob.startswith(magic):
+        raise ValueError(f"not a {magic[:-1].decode()} entry (bad magic)")
+    start = len(magic) + _DIGEST
+    if len(blob) < start:
+        raise ValueError(f"truncated ({len(blob)} bytes)")
+    payload = blob[start:]
+    if hashlib.sha256(payload).digest() != blob[len(magic):start]:
+        raise ValueError("checksum mismatch")
+    return payload
+
+
+def _older_format(blob: bytes, magic: bytes) -> bool:
+    """Whether ``blob`` looks like an entry of the unframed format (magic, 4-byte length, JSON)
+    that trt-kernels wrote before the store checksummed whole entries."""
+    n = len(magic)
+    return blob.startswith(magic) and blob[n + 4:n + 6] == b'{"'
+
+
+# ---------------- reporting: once per entry, once per cache ----------------
+
+_REPORT_LOCK = threading.Lock()
+_REPORTED: Set[str] = set()  # entries whose problem was said at warning level (until rewritten)
+_UNWRITABLE: Set[str] = set()  # caches this process said it cannot write
+
+
+def _once(path: Path, level: int, msg: str, *args) -> None:
+    with _REPORT_LOCK:
+        first = str(path) not in _REPORTED
+        _REPORTED.add(str(path))
+    _LOG.log(level if first else logging.DEBUG, msg, *args)
+
+
+def _cannot_write(path: Path, err: BaseException) -> None:
+    root = cache_dir()
+    where = str(root if root is not None else path.parent)
+    with _REPORT_LOCK:
+        first = where not in _UNWRITABLE
+        _UNWRITABLE.add(where)
+    _LOG.log(logging.WARNING if first else logging.DEBUG,
+             "trt_kernels: cannot write the compile cache entry %s (%s); compiling without caching (said once "
+             "per process, later failures are logged at debug level). Fix: make %s writable, set "
+             "TRT_KERNELS_CACHE_DIR to a writable directory, or TRT_KERNELS_CACHE=0 to turn the disk cache off",
+             path, err, where)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class _Unusable(OSError):
+    """What is at an entry's path is not an entry to read: ``why`` says what it is."""
+
+    def __init__(self, path: Path, why: str, is_dir: bool = False):
+        super().__init__(f"{path} {why}")
+        self.why, self.is_dir = why, is_dir
+
+
+def _read_regular(path: Path, limit: int, prefix: Optional[int] = None) -> bytes:
+    """The bytes of ``path`` (its first ``prefix`` bytes if given) if it is a regular file of at
+    most ``limit`` bytes; never follows a symbolic link, never blocks on a FIFO, never reads a device."""
+    try:
+        fd = os.open(path, _OPEN)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                raise e from None
+            if stat.S_ISLNK(st.st_mode):
+                raise _Unusable(path, f"is a symbolic link (to {os.readlink(path)}), not a regular file") from None
+        raise
+    chunks: List[bytes] = []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Unusable(path, f"is {_kind(st.st_mode)}, not a regular file", stat.S_ISDIR(st.st_mode))
+        if st.st_size > limit:
+            raise _Unusable(path, f"has {st.st_size} bytes, more than the {limit} an entry may have")
+        want, n, step = (limit + 1 if prefix is None else prefix), 0, st.st_size + 1
+        while n < want:
+            chunk = os.read(fd, min(want - n, step))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            n, step = n + len(chunk), 1 << 20
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise _Unusable(path, f"has more than the {limit} bytes an entry may have")
+    return data
+
+
+def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T]) -> Optional[T]:
+    """The payload of the entry at ``path`` through ``decode``; None when there is no usable entry
+    (absent, not a regular file, unreadable, corrupt, or ``decode`` raised), so the caller
+    recompiles and rewrites it. A problem with one entry is logged at warning level once."""
+    try:
+        blob = _read_regular(path, MAX_ENTRY_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # absent; a file where the key directory belongs is repaired by the write
+    except _Unusable as e:
+        if e.is_dir:  # the write removes it if empty, else says it cannot write
+            _LOG.debug("trt_kernels: cache entry %s is a directory; recompiling", path)
+        else:
+            _once(path, logging.WARNING, "trt_kernels: cache entry %s %s; recompiling, and replacing it", path, e.why)
+        return None
+    except OSError as e:
+        _once(path, logging.WARNING, "trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
+        return None
+    try:
+        payload = unframe(blob, magic)
+    except ValueError as e:
+        if _older_format(blob, magic):
+            _once(path, logging.INFO, "trt_kernels: cache entry %s is of an older trt-kernels format; recompiling "
+                  "and rewriting it", path)
+        else:
+            _once(path, logging.WARNING, "trt_kernels: cache entry %s is corrupt (%s); recompiling and rewriting "
+                  "it", path, e)
+        return None
+    try:
+        return decode(payload)
+    except Exception as e:  # noqa: BLE001 - a checksummed payload its codec refuses: recompile
+        _once(path, logging.WARNING, "trt_kernels: cache entry %s cannot be used (%s); recompiling and rewriting "
+              "it", path, e)
+        return None
+
+
+# ---------------- writing, with repairs ----------------
+
+
+def _ensure_dir(d: Path) -> None:
+    """Make the directory ``d`` an entry goes in. A regular file or symbolic link named like a
+    program key (64 hex digits) where a key directory belongs is ours to replace: removed, logged."""
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError:
+        d.mkdir(parents=True, exist_ok=True)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if _KEY.fullmatch(d.name) and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        what = (f"a symbolic link to {os.readlink(d)}" if stat.S_ISLNK(st.st_mode)
+                else f"a regular file of {st.st_size} bytes")
+        try:
+            os.unlink(d)
+        except FileNotFoundError:
+            pass  # another process repaired it first
+        _LOG.warning("trt_kernels: removed %s (%s) from the compile cache: a program's directory belongs there", d, what)
+        d.mkdir(exist_ok=True)
+        return
+    if stat.S_ISLNK(st.st_mode) and d.is_dir():
+        return  # e.g. <cache>/triton linked elsewhere by its owner
+    raise NotADirectoryError(errno.ENOTDIR, f"{_kind(st.st_mode)} is where a cache directory belongs", str(d))
+
+
+def remove_stale_temporaries(d: Path, max_age: float = STALE_TMP_SECONDS) -> int:
+    """Remove this package's temporary files (``<entry>.bin.<random>.tmp``, regular files) older
+    than ``max_age`` seconds from the directory ``d``; how many were removed."""
+    now, n = time.time(), 0
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if not _TMP.fullmatch(e.name):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and now - st.st_mtime > max_age:
+                        os.unlink(e.path)
+                        n += 1
+                except OSError:
+                    pass  # another process removed or replaced it
+    except OSError as e:
+        _LOG.debug("trt_kernels: cannot list %s for stale temporary files (%s)", d, e)
+    if n:
+        _LOG.info("trt_kernels: removed %d temporary file(s) older than %d s (writes that died) from %s", n, max_age, d)
+    return n
+
+
+def _replace(tmp: str, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        try:
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise IsADirectoryError(errno.EISDIR, "a directory that is not empty is where the entry belongs "
+                                        f"(remove {path})", str(path)) from None
+            raise
+        _LOG.warning("trt_kernels: removed the empty directory %s from the compile cache: an entry belongs there",
+                     path)
+        os.replace(tmp, path)
+
+
+def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
+    """Frame ``payload`` (:func:`frame`) and write it to ``path`` atomically (temporary file,
+    fsync, rename). A failure is logged (once per process and cache at warning level), not raised."""
+    blob = frame(magic, payload)
+    try:
+        _ensure_dir(path.parent)
+        remove_stale_temporaries(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            _replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        _cannot_write(path, e)
+        return
+    with _REPORT_LOCK:
+        _REPORTED.discard(str(path))  # a later problem with this entry is news again
+
+
+# ---------------- cache clear ----------------
+
+
+@dataclass
+class ClearReport:
+    """What :func:`clear` removed and what it left."""
+
+    root: Path
+    entries: int = 0  # cache entries removed (any format version)
+    temporaries: int = 0  # temporary files removed
+    directories: int = 0  # program-key directories (and triton/) removed once empty
+    removed_bytes: int = 0
+    kept: int = 0  # files, links and other things this package did not write, left as they were
+    kept_bytes: int = 0
+    kept_examples: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    try:
+        return _read_regular(Path(path), MAX_ENTRY_BYTES, prefix=len(magic)) == magic
+    except OSError:
+        return False
+
+
+def _keep(rep: ClearReport, path: str, st: os.stat_result) -> None:
+    """Count a foreign thing (a directory: everything under it, never following a link)."""
+    if len(rep.kept_examples) < 5:
+        rep.kept_examples.append(path)
+    if not stat.S_ISDIR(st.st_mode):
+        rep.kept += 1
+        rep.kept_bytes += st.st_size
+        return
+    for top, dirs, files in os.walk(path, followlinks=False):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            try:
+                rep.kept_bytes += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                pass
+            rep.kept += 1
+
+
+def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: bytes, only: Optional[Set[str]] = None):
+    """Remove entries named like ``entry`` that start with ``magic``, and temporary files, from
+    ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
+    kept = False
+    with os.scandir(d) as it:
+        items = [e for e in it if only is None or e.name in only]
+    for e in items:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        ours = stat.S_ISREG(st.st_mode) and (
+            (entry.fullmatch(e.name) and _starts_with(e.path, magic)) or _TMP.fullmatch(e.name))
+        if not ours:
+            kept = True
+            _keep(rep, e.path, st)
+            continue
+        try:
+            os.unlink(e.path)
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            kept = True
+            rep.errors.append(f"{e.path}: {err}")
+            continue
+        rep.removed_bytes += st.st_size
+        if e.name.endswith(".tmp"):
+            rep.temporaries += 1
+        else:
+            rep.entries += 1
+    return kept
+
+
+def clear(root: Path) -> ClearReport:
+    """Remove what this package wrote under the cache directory ``root`` and nothing else.
+
+    Ours: ``<64 hex>/sm_XY.bin`` entries starting with the NVRTC magic, ``triton/<64 hex>.bin``
+    entries starting with the Triton magic, ``<64 hex>.bin`` at the top starting with the NVRTC
+    magic (format 1), and temporary files ``*.bin.<random>.tmp`` next to them; all regular files,
+    whatever the format version after the magic. A program-key directory (and ``triton/``) is
+    removed when that leaves it empty. Everything else, symbolic links included (never
+    followed), is left untouched and counted in the report; ``root`` itself stays.
+    """
+    rep = ClearReport(root=root)
+    try:
+        top = [e for e in os.scandir(root)]
+    except (FileNotFoundError, NotADirectoryError):
+        return rep
+    loose = set()
+    for e in top:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if is_dir and (_KEY.fullmatch(e.name) or e.name == "triton"):
+            pattern, magic = (_ARCH_BIN, NVRTC_MAGIC) if e.name != "triton" else (_KEY_BIN, TRITON_MAGIC)
+            try:
+                kept = _clear_files(rep, e.path, pattern, magic)
+            except OSError as err:
+                rep.errors.append(f"{e.path}: {err}")
+                continue
+            if not kept:
+                try:
+                    os.rmdir(e.path)
+                    rep.directories += 1
+                except OSError:  # written to meanwhile
+                    pass
+        elif not is_dir and (_KEY_BIN.fullmatch(e.name) or _TMP.fullmatch(e.name)):
+            loose.add(e.name)
+        else:
+            _keep(rep, e.path, st)
+    if loose:
+        _clear_files(rep, str(root), _KEY_BIN, NVRTC_MAGIC, only=loose)
+    return rep
+
+
+# ---------------- the in-memory memo ----------------
+
+
+class LRUMemo:
+    """A thread-safe map of at most ``maxsize`` items; the least recently used is dropped first.
+
+    Compiled programs found or built by a process, so a second declaration of one program reads
+    no disk; bounded, so a process that declares many programs does not keep all of them.
+    """
+
+    def __init__(self, maxsize: int = MEMO_ENTRIES):
+        self.maxsize = maxsize
+        self._items: "OrderedDict[Hashable, object]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def setdefault(self, key: Hashable, value: V) -> V:
+        """The value kept for ``key`` (``value``, unless another thread put one first)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]  # type: ignore[return-value]
+            self._items[key] = value
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+            return value
+
+    def items(self) -> List[Tuple[Hashable, object]]:
+        """A snapshot, least recently used first."""
+        with self._lock:
+            return list(self._items.items())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
