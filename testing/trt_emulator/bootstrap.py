@@ -16,6 +16,7 @@ Standard library only, and never ``trt_kernels``: the shim package
 import importlib.util
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import types
@@ -69,6 +70,22 @@ def find_bindings_dir() -> Tuple[Optional[pathlib.Path], str]:
     return None, "tensorrt_bindings is installed but has no plugin/ package"
 
 
+#: the TensorRT lines the emulator models (see _version.py): a bindings wheel of another version is refused
+MODELED = ("10.15", "11")
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*["']([0-9][0-9.a-z]*)["']""", re.M)
+
+
+def bindings_version(bindings: pathlib.Path) -> str:
+    """The ``__version__`` NVIDIA's ``__init__.py`` declares, read from its text (not imported)."""
+    m = _VERSION_RE.search((bindings / "__init__.py").read_text(encoding="utf-8", errors="replace"))
+    return m.group(1) if m else ""
+
+
+def modeled(version: str) -> bool:
+    parts = version.split(".")
+    return len(parts) >= 2 and (f"{parts[0]}.{parts[1]}" in MODELED or parts[0] in MODELED)
+
+
 def _strict_getattr(name):
     raise AttributeError(f"tensorrt.{name} is not implemented by the TensorRT emulator (trt_kernels.testing)")
 
@@ -83,6 +100,10 @@ def load() -> types.ModuleType:
     bindings, reason = find_bindings_dir()
     if bindings is None:
         raise ImportError(f"cannot emulate TensorRT: {reason}")
+    version = bindings_version(bindings)
+    if not modeled(version):
+        raise ImportError(f"cannot emulate TensorRT {version or '(unknown version)'} from {bindings}: the emulator models "
+                          f"TensorRT 10.15.x and 11.x (the versions Torch-TensorRT 2.11 and 2.13/2.14 require)")
     try:
         pspec = importlib.util.spec_from_file_location("tensorrt", bindings / "__init__.py",
                                                        submodule_search_locations=[str(bindings)])
@@ -91,11 +112,12 @@ def load() -> types.ModuleType:
         nspec = importlib.util.spec_from_file_location("tensorrt.tensorrt", HERE / "__init__.py",
                                                        submodule_search_locations=[str(HERE)])
         native = importlib.util.module_from_spec(nspec)
+        native._EMULATED_VERSION = version  # read by the emulator's _version module as it is imported
         sys.modules["tensorrt.tensorrt"] = native
         nspec.loader.exec_module(native)
         pspec.loader.exec_module(pkg)  # NVIDIA's __init__: "from .tensorrt import *" finds the emulator
         pkg.tensorrt = native
-        pkg.__emulated__ = EMULATED
+        pkg.__emulated__ = f"libnvinfer {version} emulated by trt_kernels.testing (not TensorRT)"
         pkg.__getattr__ = _strict_getattr
         return pkg
     except BaseException:
