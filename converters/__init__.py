@@ -45,9 +45,13 @@ def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[L
 
 def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plugin_op: Callable, aot: bool):
     """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s)."""
+    from trt_kernels.plugins.qdp import attr_field
+
     tensors, attrs = split_arguments(kop, args, kwargs)
+    decls = {d.name: d for d in kop.v.scalar_decls}
+    fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
     itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]
-    layer = ctx.net.add_plugin(plugin_op(*itensors, **attrs), aot=aot)
+    layer = ctx.net.add_plugin(plugin_op(*itensors, **fields), aot=aot)
     layer.name = name
     n_out = layer.num_outputs
     outs = [layer.get_output(i) for i in range(n_out)]

@@ -27,6 +27,8 @@ import inspect
 import struct
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import numpy as np
+import numpy.typing as npt
 import torch
 
 from trt_kernels.dtypes import trt_name
@@ -37,6 +39,41 @@ from trt_kernels.ptxcheck import check_ptx_for_driver
 from trt_kernels.registry import KernelOp
 
 from .shapes import TrtEvaluator, autotune_type_string, io_dtypes_for, torch_dtype, trt_dtype
+
+
+# Scalar inputs are plugin attributes annotated as one-element numpy arrays (float32 / int32), not
+# as ``float`` / ``int``: TensorRT's tensorrt.plugin before 11.2 turns a field back into an attribute
+# with ``float(field.data)`` / ``int(field.data)`` on a one-element array, which numpy >= 2.4 refuses
+# ("only 0-dimensional arrays can be converted to Python scalars"), so a plugin with a float or int
+# attribute cannot be created on TensorRT 10.15 (torch 2.11's) or 11.0/11.1 with a current numpy.
+# Array attributes take another path there (``field.data.astype(dtype)``) in every version. bool
+# attributes are unaffected (``bool()`` of a one-element array is allowed) and stay ``bool``.
+_ATTR_ARRAY = {float: np.float32, int: np.int32}
+
+
+def attr_annotation(py_type: type):
+    """The plugin attribute annotation of a scalar input of ``py_type``."""
+    np_type = _ATTR_ARRAY.get(py_type)
+    return npt.NDArray[np_type] if np_type is not None else py_type
+
+
+def attr_value(decl, value):
+    """A plugin attribute (a one-element array, or a Python scalar from a caller) as ``decl.py_type``."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise InputError(f"scalar {decl.name!r}: expected one value, got an array of {value.size}")
+        value = value.reshape(-1)[0].item()
+    return decl.py_type(value)
+
+
+def attr_field(decl, value):
+    """What the converter passes to ``trtp.op.ns.name(..., name=value)`` for a scalar input."""
+    np_type = _ATTR_ARRAY.get(decl.py_type)
+    if np_type is None:
+        return decl.py_type(value)
+    if np_type is np.int32 and not -(2**31) <= int(value) < 2**31:
+        raise InputError(f"scalar {decl.name!r} = {value} does not fit a 32-bit C int")
+    return np.array([value], dtype=np_type)
 
 
 def float_bits(value: float) -> int:
@@ -91,7 +128,7 @@ class PluginBuilder:
     def _params(self, tensor_ann, extra: List[Tuple[str, Any]]) -> List[inspect.Parameter]:
         P = inspect.Parameter
         ps = [P(n, P.POSITIONAL_OR_KEYWORD, annotation=tensor_ann) for n in self.tensor_names]
-        ps += [P(d.name, P.POSITIONAL_OR_KEYWORD, annotation=d.py_type) for d in self.scalar_decls]
+        ps += [P(d.name, P.POSITIONAL_OR_KEYWORD, annotation=attr_annotation(d.py_type)) for d in self.scalar_decls]
         ps += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in extra]
         return ps
 
@@ -195,7 +232,7 @@ class PluginBuilder:
             launch.shared_mem = evaluate(plan.shared_mem, ev)
             extra = trtp.SymIntExprs(len(self.scalar_decls) + len(plan.extras))
             for i, d in enumerate(self.scalar_decls):
-                extra[i] = self.scalar_arg(d, a[d.name])
+                extra[i] = self.scalar_arg(d, attr_value(d, a[d.name]))
             for j, e in enumerate(plan.extras):
                 extra[len(self.scalar_decls) + j] = trtp.SymInt32(evaluate(e, ev))
             return symbol, ptx, launch, extra
@@ -228,7 +265,11 @@ class PluginBuilder:
             ti = iter(self.tensor_names)
             si = iter(self.scalar_decls)
             for kind in kop.v.arg_kinds:
-                args.append(torch.as_tensor(a[next(ti)], device="cuda") if kind == "tensor" else a[next(si).name])
+                if kind == "tensor":
+                    args.append(torch.as_tensor(a[next(ti)], device="cuda"))
+                else:
+                    d = next(si)
+                    args.append(attr_value(d, a[d.name]))
             outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
             own = getattr(kop, "launch_into", None)  # Triton: the kernel differs per tactic
             if own is not None:

@@ -17,6 +17,7 @@ sees what it saw before; each block gets a fresh plugin registry.
 import contextlib
 import dataclasses
 import sys
+import typing
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import bootstrap
@@ -231,6 +232,20 @@ class Standin:
             bits |= 1 << int(f)
         return self.trt.Builder(self.trt.Logger()).create_network(bits)
 
+    def attribute_values(self, plugin_id: str, attrs: Mapping[str, Any]) -> Dict[str, Any]:
+        """``attrs`` as ``trtp.op.ns.name(...)`` takes them: a Python number given for an attribute the
+        plugin annotates as a one-element numpy array (how trt_kernels' plugins declare float and int
+        scalars) becomes that array; anything else is passed as given."""
+        import numpy as np
+
+        desc = sys.modules["tensorrt.plugin._lib"].QDP_REGISTRY.get(plugin_id)
+        out = dict(attrs)
+        for key, value in attrs.items():
+            ann = (desc.input_attrs or {}).get(key) if desc is not None else None
+            if typing.get_origin(ann) is np.ndarray and isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = np.array([value], dtype=typing.get_args(typing.get_args(ann)[1])[0])
+        return out
+
     def build(self, plugin_id: str, inputs: Sequence[Tuple[Any, Sequence[int]]] = (),
               attrs: Optional[Mapping[str, Any]] = None, *, aot: Optional[bool] = True, tactic: Optional[int] = None,
               static: bool = False, network_flags: Sequence[Any] = ()) -> BuildResult:
@@ -251,7 +266,8 @@ class Standin:
             if not static:
                 profile.set_shape(f"in{i}", shape, shape, shape)
         ns, name = plugin_id.split("::")
-        layer = net.add_plugin(getattr(getattr(self.trtp.op, ns), name)(*itensors, **dict(attrs or {})), aot=aot)
+        fields = self.attribute_values(plugin_id, attrs or {})
+        layer = net.add_plugin(getattr(getattr(self.trtp.op, ns), name)(*itensors, **fields), aot=aot)
         for k in range(layer.num_outputs):
             net.mark_output(layer.get_output(k))
         config = trt.Builder(trt.Logger()).create_builder_config()

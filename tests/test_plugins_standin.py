@@ -2,6 +2,10 @@
 NVIDIA's validators accept our descriptor / aot_impl / impl / autotune, and what TensorRT would
 build (output shapes, grid, block, extra args, kernel name, PTX) equals the plan's eager values."""
 
+import sys
+import types
+import typing
+
 import pytest
 import torch
 
@@ -74,9 +78,31 @@ def test_interleaved_scalars_bool_and_int(env):
 
 
 def test_int_scalar_out_of_range_is_refused(env):
+    """An int scalar travels as a one-element int32 array: the converter refuses what does not fit."""
     kop = declare(mixed_spec())
+    register_plugin(kop, env.trt, env.trtp)
+    net = env.network()
+    a = net.add_input("a", env.trt.float32, [10])
+    plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
     with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
-        build(env, kop, [(10,), (10,)], attrs={"alpha": 1.0, "k": 2**32, "flag": False})
+        convert(kop, types.SimpleNamespace(net=net), (a, 1.0, a, 2**32, False), {}, "n",
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+    assert net.num_layers == 0
+
+
+def test_scalar_attributes_are_one_element_arrays(env):
+    """float/int scalars are numpy-array attributes (TensorRT's plugin layer before 11.2 cannot turn a
+    float or int field back into an attribute with numpy >= 2.4); bool stays bool."""
+    import numpy as np
+
+    kop = declare(mixed_spec())
+    register_plugin(kop, env.trt, env.trtp)
+    attrs = sys.modules["tensorrt.plugin._lib"].QDP_REGISTRY[kop.op_name].input_attrs
+    assert [str(np.dtype(typing.get_args(typing.get_args(attrs[n])[1])[0])) for n in ("alpha", "k")] == \
+        ["float32", "int32"]
+    assert attrs["flag"] is bool
+    res = env.build(kop.op_name, inputs=[("FP32", (10,)), ("FP32", (10,))], attrs={"alpha": 1.5, "k": -7, "flag": True})
+    assert res.extra_arg_values[:3] == [float_bits(1.5), -7, 1]
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (33, 47), (2, 3, 40, 50)])

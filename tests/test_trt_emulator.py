@@ -4,6 +4,8 @@ GPU: tests/test_trt_emulated.py.)"""
 
 import pickle
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -42,7 +44,7 @@ def two_op_network(env, aot=True):
     profile = builder.create_optimization_profile()
     profile.set_shape("x", (1, 300), (8, 300), (32, 300))
     x = net.add_input(name="x", shape=(-1, 300), dtype=trt.float32)
-    s = net.add_plugin(plugin_op(env, scale)(x, alpha=0.5), aot=aot)
+    s = net.add_plugin(plugin_op(env, scale)(x, alpha=np.array([0.5], dtype=np.float32)), aot=aot)
     s.name = "scale"
     r = net.add_plugin(plugin_op(env, rsum)(s.get_output(0)), aot=aot)
     c = net.add_cast(s.get_output(0), trt.float16)
