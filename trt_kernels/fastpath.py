@@ -324,6 +324,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
 
 MAX_INLINED = 4  # (dtype, ranks) launchers written into the registered function itself
+KEPT_GENERATIONS = 16  # replaced declarations whose names a still-running call may look up
 _GENERATIONS = itertools.count()
 
 
@@ -355,11 +356,19 @@ def _install(shell: Callable[..., Any], src: str, label: str, ns: Dict[str, Any]
         shell.__defaults__ = None
         shell.__code__ = code
         shell.__defaults__ = defaults or None
+    # A call may still be running a replaced generation's code (it lets go of the GIL in the launch):
+    # its names stay, pointing at _GONE (no longer at the declaration), so such a call finishes or
+    # fails with this package's error; only generations KEPT_GENERATIONS back are dropped.
+    kept = shell.__dict__.setdefault("generations", [])
+    if live is not None and live != g and live not in kept:
+        kept.append(live)
+    dropped = kept[:-KEPT_GENERATIONS]
+    del kept[:-KEPT_GENERATIONS]
     for name in [n for n in glb if n.startswith("_g") and not n.startswith(g + "_")]:
-        if live is not None and name.startswith(live + "_"):
-            glb[name] = _GONE  # a call still running the replaced code fails with this package's error
-        else:
-            del glb[name]  # older generations: their calls have long returned
+        if any(name.startswith(d + "_") for d in dropped):
+            del glb[name]
+        elif glb[name] is not _GONE:
+            glb[name] = _GONE
     shell.generation = g
 
 
@@ -475,8 +484,8 @@ def retarget(shell: Callable[..., Any], body: str, names: Dict[str, Any], nargs:
 
 
 def _forget_declaration(shell: Callable[..., Any]) -> None:
-    """Drop what the shell's attributes hold of the declaration it ran (its generation stays)."""
-    for k in [k for k in shell.__dict__ if k != "generation"]:
+    """Drop what the shell's attributes hold of the declaration it ran (its generations stay)."""
+    for k in [k for k in shell.__dict__ if k not in ("generation", "generations")]:
         del shell.__dict__[k]
 
 
