@@ -1,0 +1,195 @@
+"""Start-up cost of trt_kernels in fresh processes, warm and cold disk cache, phase by phase.
+
+Each run is a new Python process that times, in order:
+  import torch           the baseline every user pays anyway
+  import trt_kernels     our import, after torch
+  declare 7 seed ops     benchmarks/seed_specs.py (the seed's seven cases)
+  first launch           GPU only: the first op's first call, synchronized (CUDA context,
+                         CUBIN load, launcher build); skipped without CUDA
+  other 6 first launches GPU only: the first call of each remaining op
+and reports what the process loaded: NVRTC (cuda.bindings.nvrtc imported, or libnvrtc mapped
+in /proc/self/maps where torch had not mapped it already), whether CUDA header
+directories were looked up, whether CUDA was initialised during declaration, and whether
+sympy / tensorrt / torch_tensorrt were imported.
+
+"warm": the cache already holds every kernel (one unmeasured priming run fills it, and
+writes Python bytecode caches, as an installed package has them);
+"cold": an empty cache directory per run (NVRTC compiles everything). Medians of --runs
+runs (default 7), with min-max.
+
+Without CUDA the arch is given as TRT_KERNELS_ARCH=sm_90 (unless set already or --arch is
+passed), so declarations compile and read the cache as they would on an H100.
+
+Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+_CHILD = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import torch
+t1 = time.perf_counter()
+with open("/proc/self/maps") as f:
+    by_torch = "libnvrtc" in f.read()  # torch's CUDA builds may map libnvrtc themselves
+import trt_kernels as ttk
+t2 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import seed_specs
+t3 = time.perf_counter()
+names = seed_specs.declare()
+t4 = time.perf_counter()
+
+def nvrtc_mapped():
+    # whether trt_kernels reached NVRTC: only through cuda.bindings.nvrtc, or a mapping torch did not make
+    if "cuda.bindings.nvrtc" in sys.modules:
+        return True
+    try:
+        with open("/proc/self/maps") as f:
+            return "libnvrtc" in f.read() and not by_torch
+    except OSError:
+        return None
+
+def headers_looked_up():
+    try:
+        from trt_kernels import toolchain
+        return toolchain.headers_resolved()
+    except ImportError:  # before trt_kernels.toolchain existed
+        from trt_kernels import compile as c
+        return c._default_include_dirs.cache_info().currsize > 0
+
+res = {
+    "import torch": (t1 - t0) * 1e3,
+    "import trt_kernels": (t2 - t1) * 1e3,
+    "declare 7 seed ops": (t4 - t3) * 1e3,
+    "NVRTC loaded by trt_kernels": nvrtc_mapped(),
+    "headers looked up": headers_looked_up(),
+    "CUDA initialised": torch.cuda.is_initialized(),
+    "sympy imported": "sympy" in sys.modules,
+    "tensorrt imported": "tensorrt" in sys.modules,
+    "torch_tensorrt imported": "torch_tensorrt" in sys.modules,
+    "cuda": torch.cuda.is_available(),
+}
+if torch.cuda.is_available():
+    args = seed_specs.inputs("cuda")
+    torch.cuda.synchronize()
+    ops = [getattr(getattr(torch.ops, n.split("::")[0]), n.split("::")[1]) for n in names]
+    t5 = time.perf_counter()
+    ops[0](*args[0])
+    torch.cuda.synchronize()
+    t6 = time.perf_counter()
+    for op, a in zip(ops[1:], args[1:]):
+        op(*a)
+    torch.cuda.synchronize()
+    t7 = time.perf_counter()
+    res["first launch"] = (t6 - t5) * 1e3
+    res["other 6 first launches"] = (t7 - t6) * 1e3
+    res["NVRTC loaded by us after launches"] = nvrtc_mapped()
+print("STARTUP " + json.dumps(res))
+"""
+
+TIMES = ("import torch", "import trt_kernels", "declare 7 seed ops", "first launch", "other 6 first launches")
+FLAGS = ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "sympy imported", "tensorrt imported",
+         "torch_tensorrt imported", "NVRTC loaded by us after launches")
+
+
+def run_child(env) -> dict:
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(HERE)], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"child failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("STARTUP ")][-1]
+    return json.loads(line[len("STARTUP "):])
+
+
+def cuda_available() -> bool:
+    r = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                       capture_output=True, text=True, check=True)
+    return r.stdout.strip().endswith("True")
+
+
+def summarize(samples):
+    out = {}
+    for k in TIMES:
+        vals = [s[k] for s in samples if k in s]
+        if vals:
+            out[k] = (statistics.median(vals), min(vals), max(vals))
+    for k in FLAGS:
+        vals = {s.get(k) for s in samples if k in s}
+        if vals:
+            out[k] = "yes" if vals == {True} else "no" if vals == {False} else "/".join(map(str, sorted(vals, key=str)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--arch", default=None, help="set TRT_KERNELS_ARCH for the children (default: only without CUDA)")
+    ap.add_argument("--json", action="store_true", help="also print the raw medians as JSON")
+    args = ap.parse_args()
+
+    has_cuda = cuda_available()
+    base = dict(os.environ)
+    base.pop("TRT_KERNELS_CACHE", None)
+    # as installed packages run: with bytecode caches (the priming run writes any that are missing)
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    note = ""
+    if args.arch:
+        base["TRT_KERNELS_ARCH"] = args.arch
+    elif not has_cuda and "TRT_KERNELS_ARCH" not in base:
+        base["TRT_KERNELS_ARCH"] = "sm_90"
+        note = " (no CUDA: TRT_KERNELS_ARCH=sm_90, launches skipped)"
+
+    import platform
+
+    import torch  # for the header line only; children are fresh processes
+    try:
+        from importlib.metadata import version
+        nvrtc = version("nvidia-cuda-nvrtc")
+        bindings = version("cuda-bindings")
+    except Exception:  # noqa: BLE001
+        nvrtc = bindings = "?"
+    device = torch.cuda.get_device_name() if has_cuda else f"CPU ({platform.processor() or platform.machine()})"
+    print(f"device {device} | torch {torch.__version__} | cuda-bindings {bindings} | nvidia-cuda-nvrtc {nvrtc} | "
+          f"python {platform.python_version()}{note}")
+
+    warm, cold = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        warm_dir = os.path.join(tmp, "warm")
+        run_child(dict(base, TRT_KERNELS_CACHE_DIR=warm_dir))  # priming run: fills the cache
+        for i in range(args.runs):
+            warm.append(run_child(dict(base, TRT_KERNELS_CACHE_DIR=warm_dir)))
+            cold.append(run_child(dict(base, TRT_KERNELS_CACHE_DIR=os.path.join(tmp, f"cold{i}"))))
+    w, c = summarize(warm), summarize(cold)
+
+    print()
+    print(f"start-up phases, fresh process each, ms: median (min-max) of {args.runs} runs")
+    print(f"| {'phase':28s} | {'warm cache':>24s} | {'cold cache':>24s} |")
+    print(f"| {'-' * 28} | {'-' * 24} | {'-' * 24} |")
+    for k in TIMES:
+        if k not in w:
+            print(f"| {k:28s} | {'skipped (no CUDA)':>24s} | {'skipped (no CUDA)':>24s} |")
+            continue
+        cells = [f"{d[k][0]:7.1f} ({d[k][1]:.1f}-{d[k][2]:.1f})" for d in (w, c)]
+        print(f"| {k:28s} | {cells[0]:>24s} | {cells[1]:>24s} |")
+    tot = [d["import trt_kernels"][0] + d["declare 7 seed ops"][0] for d in (w, c)]
+    print(f"| {'import + declare (goal<=40)':28s} | {tot[0]:24.1f} | {tot[1]:24.1f} |")
+    for k in FLAGS:
+        if k in w:
+            print(f"| {k:28s} | {w[k]:>24s} | {c[k]:>24s} |")
+    if args.json:
+        print(json.dumps({"warm": w, "cold": c}))
+
+
+if __name__ == "__main__":
+    main()

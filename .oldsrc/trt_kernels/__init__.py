@@ -1,0 +1,49 @@
+"""trt-kernels: one hand-written CUDA C++ kernel, three artefacts.
+
+From one :class:`KernelSpec`: a PyTorch op (fake impl for ``torch.compile`` /
+``torch.export``, eager launches through the CUDA driver API), a TensorRT
+quickly-deployable plugin whose ahead-of-time impl embeds the same
+NVRTC-compiled PTX, and a Torch-TensorRT converter.
+"""
+
+from .api import cuda_kernel_op, ptx_op, triton_kernel_op, unregister
+from .errors import (
+    CompileError,
+    InputError,
+    KernelABIError,
+    LaunchError,
+    NoCudaDeviceError,
+    PtxVersionError,
+    SpecError,
+)
+from .expr import DimSize, Numel, cdiv, maximum, minimum
+from .spec import (
+    Custom,
+    Elementwise,
+    InputDecl,
+    KernelSpec,
+    OutputDecl,
+    ReduceDims,
+    Reduction,
+    SameAs,
+    ScalarInput,
+)
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "TritonConfig":  # the module imports without triton; triton is imported when an op is declared
+        from .triton_op import TritonConfig
+
+        return TritonConfig
+    raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")
+
+__all__ = [
+    "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
+    "ReduceDims", "Reduction", "SameAs", "ScalarInput", "cuda_kernel_op", "ptx_op", "unregister",
+    "triton_kernel_op", "TritonConfig",
+    "cdiv", "maximum", "minimum",
+    "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
+    "PtxVersionError", "SpecError",
+]

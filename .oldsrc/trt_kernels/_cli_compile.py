@@ -1,0 +1,126 @@
+"""``trt-kernels compile``: fill the disk cache ahead of time, for the archs given.
+
+For container builds: run it where the image is built (no GPU needed), ship the cache
+directory (``TRT_KERNELS_CACHE_DIR``), and a process on the GPU machine that declares the same
+ops reads every program from the cache instead of running NVRTC. Compiling goes through
+:meth:`KernelOp.program` (:func:`trt_kernels.compile.compile_program`), the path every launch
+takes, so the entries are the ones a launch looks up.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+SCHEMA = "trt-kernels.compile/1"
+
+
+def _bar(done: int, total: int, label: str) -> None:
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:40]:<40}")
+    sys.stderr.flush()
+
+
+def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict[str, Any]]:
+    """Compile every op for every arch; one row per (op, arch)."""
+    from .compile import cache_entry_path, normalize_arch
+    from .errors import CompileError, KernelABIError
+
+    jobs = [(k, normalize_arch(a)) for k in kops for a in archs]
+    rows = []
+    for i, (kop, arch) in enumerate(jobs):
+        if progress:
+            _bar(i, len(jobs), f"{kop.op_name} {arch}")
+        row: Dict[str, Any] = {"op": kop.op_name, "arch": arch}
+        if kop.ptx is not None:
+            row.update(result="skipped", detail="declared from PTX (ptx_op): nothing to compile", ms=None)
+            rows.append(row)
+            continue
+        at_import = arch in kop._programs
+        t0 = time.perf_counter()
+        try:
+            prog = kop.program(arch)
+        except (CompileError, KernelABIError) as e:
+            row.update(result="failed", detail=str(e), ms=(time.perf_counter() - t0) * 1e3)
+            rows.append(row)
+            continue
+        ms = (time.perf_counter() - t0) * 1e3
+        how = "read from the cache" if prog.from_cache else "compiled by NVRTC"
+        path = cache_entry_path(prog.key, prog.arch)
+        size = path.stat().st_size if path is not None and path.is_file() else None
+        row.update(result=("at import: " + how) if at_import else how, ms=None if at_import else ms,
+                   nvrtc=prog.from_cache is False, entry=str(path) if path else None, bytes=size,
+                   kernels=len(prog.lowered))
+        rows.append(row)
+    if progress:
+        _bar(len(jobs), len(jobs), "done")
+        sys.stderr.write("\n")
+    return rows
+
+
+def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
+    from ._cli_inspect import TargetError, load_target
+    from .compile import cache_dir, default_arch, normalize_arch
+
+    cdir = cache_dir()
+    if cdir is None:
+        print("error: the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps nothing. "
+              "Fix: unset TRT_KERNELS_CACHE (and set TRT_KERNELS_CACHE_DIR to the folder to ship)", file=sys.stderr)
+        return 1
+    try:
+        archs = [normalize_arch(a) for a in archs] or ([default_arch()] if default_arch() else [])
+    except ValueError as e:
+        print(f"error: --arch: {e}", file=sys.stderr)
+        return 1
+    if not archs:
+        print("error: no arch to compile for: no GPU is visible and TRT_KERNELS_ARCH is unset. "
+              "Fix: --arch sm_90 (repeat --arch for more)", file=sys.stderr)
+        return 1
+    archs = list(dict.fromkeys(archs))
+    t0 = time.perf_counter()
+    try:
+        kops = load_target(target)
+    except TargetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    import_s = time.perf_counter() - t0
+    if op is not None:
+        kops = [k for k in kops if k.op_name == op]
+        if not kops:
+            print(f"error: {target} declares no op {op!r}. Fix: check the name (trt-kernels inspect {target})",
+                  file=sys.stderr)
+            return 1
+    progress = (not as_json) and sys.stderr.isatty() and len(kops) * len(archs) >= 4
+    t1 = time.perf_counter()
+    rows = compile_ops(kops, archs, progress=progress)
+    total_s = time.perf_counter() - t1
+    failed = [r for r in rows if r["result"] == "failed"]
+    compiled = sum(1 for r in rows if r.get("nvrtc"))
+    cached = sum(1 for r in rows if r.get("nvrtc") is False)
+    written = sum(r.get("bytes") or 0 for r in rows if r.get("nvrtc") and r.get("bytes"))
+    if as_json:
+        print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "cache_dir": str(cdir),
+                          "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
+                          "nvrtc_compiles": compiled, "cache_hits": cached, "failed": len(failed)}, indent=2))
+        return 1 if failed else 0
+    print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"
+          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}) into {cdir}")
+    w = max([len(r["op"]) for r in rows] + [2])
+    print(f"  {'op':<{w}}  {'arch':<7} {'ms':>8}  {'result':<32} entry")
+    for r in rows:
+        ms = f"{r['ms']:.1f}" if r.get("ms") is not None else "-"
+        entry = f"{r['entry']} ({r['bytes']} B)" if r.get("entry") else (r.get("detail", "") if r["result"] != "failed"
+                                                                          else "")
+        print(f"  {r['op']:<{w}}  {r['arch']:<7} {ms:>8}  {r['result']:<32} {entry}")
+        if r["result"] == "failed":
+            print("    " + r["detail"].replace("\n", "\n    "))
+    print(f"total: {len(rows)} programs, {compiled} compiled by NVRTC ({written} bytes written), {cached} already "
+          f"cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms importing "
+          f"{target})")
+    if not failed:
+        print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
+              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; NVRTC compiles nothing there")
+    return 1 if failed else 0

@@ -1,0 +1,313 @@
+"""``trt-kernels doctor``: is this installation usable, and if not, what to do.
+
+:func:`gather` collects facts (versions, GPU, driver, NVRTC, a probe compile and, with a GPU,
+whether the driver loads the probe's PTX and CUBIN); :func:`assess` turns facts into checks
+(``ok`` / ``note`` / ``warn`` / ``error``, each with a fix). The exit status is 1 when a check
+is an ``error``: something eager use needs is missing (torch, cuda-bindings, NVRTC, CUDA
+headers) or the driver refuses the PTX NVRTC writes. A missing TensorRT is a note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+SCHEMA = "trt-kernels.doctor/1"
+STATUSES = ("ok", "note", "warn", "error")
+
+PROBE_SOURCE = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void trt_kernels_doctor_probe(const __half* x, int n, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __half2float(x[i]) * 2.0f;
+}
+"""
+PROBE_NAME = "trt_kernels_doctor_probe"
+
+
+def _dist_version(name: str) -> Optional[str]:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".strip()
+
+
+def gather() -> Dict[str, Any]:
+    """Facts about this machine; never raises (a fact that cannot be had is None or an error string)."""
+    f: Dict[str, Any] = {"python": sys.version.split()[0]}
+    from . import __version__
+
+    f["trt_kernels"] = __version__
+    try:
+        import torch
+
+        f["torch"] = torch.__version__
+        f["torch_cuda"] = torch.version.cuda
+        f["cuda_available"] = bool(torch.cuda.is_available())
+        gpus = []
+        if f["cuda_available"]:
+            for i in range(torch.cuda.device_count()):
+                cap = torch.cuda.get_device_capability(i)
+                gpus.append({"index": i, "name": torch.cuda.get_device_name(i), "arch": f"sm_{cap[0]}{cap[1]}"})
+        f["gpus"] = gpus
+    except Exception as e:  # noqa: BLE001
+        f["torch"] = None
+        f["torch_error"] = _err(e)
+        f["cuda_available"] = False
+        f["gpus"] = []
+    f["dists"] = {n: _dist_version(n) for n in (
+        "cuda-python", "cuda-bindings", "cuda-core", "cuda-pathfinder", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime",
+        "tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu13-bindings", "tensorrt-cu12-bindings",
+        "torch-tensorrt")}
+    try:
+        import cuda.bindings  # noqa: F401
+
+        f["cuda_bindings_import"] = None
+    except Exception as e:  # noqa: BLE001
+        f["cuda_bindings_import"] = _err(e)
+    from .launch import driver_version
+
+    f["driver"] = list(driver_version()) if f["cuda_bindings_import"] is None and driver_version() else None
+    # NVRTC
+    f["nvrtc"] = f["nvrtc_error"] = None
+    f["nvrtc_archs"] = None
+    if f["cuda_bindings_import"] is None:
+        try:
+            from .compile import nvrtc_version
+
+            f["nvrtc"] = list(nvrtc_version())
+            from cuda.bindings import nvrtc
+
+            res = nvrtc.nvrtcGetSupportedArchs()
+            if int(res[0]) == 0:
+                f["nvrtc_archs"] = [int(a) for a in res[1]]
+        except Exception as e:  # noqa: BLE001
+            f["nvrtc_error"] = _err(e)
+    # headers
+    from .compile import default_arch, include_dirs
+
+    f["include_dirs"] = []
+    pip_dir = None
+    try:
+        from cuda import pathfinder
+
+        pip_dir = pathfinder.find_nvidia_header_directory("cudart")
+    except Exception:  # noqa: BLE001
+        pass
+    for d in include_dirs():
+        src = "pip nvidia-cuda-runtime (cuda.pathfinder)" if pip_dir and os.path.samefile(d, pip_dir) \
+            else "CUDA toolkit ($CUDA_HOME, $CUDA_PATH or /usr/local/cuda)"
+        f["include_dirs"].append({"path": d, "from": src, "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
+    # probe compile, then (with a GPU) load its PTX and CUBIN
+    arch = default_arch() or "sm_90"
+    f["probe_arch"] = arch
+    f["probe"] = f["ptx_isa"] = f["ptx_load"] = f["cubin_load"] = None
+    if f["nvrtc"] is not None:
+        try:
+            from .compile import compile_program
+
+            prog = compile_program(PROBE_SOURCE, [PROBE_NAME], arch=arch, label="trt-kernels doctor probe")
+            f["probe"] = "ok (from the cache)" if prog.from_cache else "ok"
+            f["ptx_isa"] = list(prog.ptx_isa) if prog.ptx_isa else None
+            if f["cuda_available"]:
+                from .launch import LoadedKernel
+
+                sym = prog.lowered[PROBE_NAME]
+                for key, image in (("ptx_load", prog.ptx + b"\x00"), ("cubin_load", prog.cubin)):
+                    try:
+                        LoadedKernel(image, sym, f"doctor probe {key[:-5].upper()}").function(0)
+                        f[key] = "ok"
+                    except Exception as e:  # noqa: BLE001
+                        f[key] = _err(e)
+        except Exception as e:  # noqa: BLE001
+            f["probe"] = _err(e)
+    # TensorRT
+    try:
+        from .plugins import init
+        from .status import _trt_state
+
+        init()  # imports tensorrt / torch_tensorrt where installed, as declaring an op would
+        f["tensorrt_side"] = dict(_trt_state())
+    except Exception as e:  # noqa: BLE001
+        f["tensorrt_side"] = {"available": "no", "reason": _err(e)}
+    trt = sys.modules.get("tensorrt")
+    f["tensorrt_module"] = getattr(trt, "__version__", None) if trt is not None else None
+    ttrt = sys.modules.get("torch_tensorrt")
+    f["torch_tensorrt_module"] = getattr(ttrt, "__version__", None) if ttrt is not None else None
+    try:
+        from .testing import emulation_unavailable_reason
+        from .testing.standin import unavailable_reason
+
+        f["emulation"] = emulation_unavailable_reason()
+        f["standin"] = unavailable_reason()
+    except Exception as e:  # noqa: BLE001
+        f["emulation"] = f["standin"] = _err(e)
+    # cache
+    from .compile import cache_dir
+
+    d = cache_dir()
+    f["cache_dir"] = str(d) if d is not None else None
+    n = size = 0
+    if d is not None and d.is_dir():
+        for p in d.rglob("*"):
+            if p.is_file():
+                n += 1
+                size += p.stat().st_size
+    f["cache_files"], f["cache_bytes"] = n, size
+    return f
+
+
+def _ver(v) -> str:
+    return ".".join(map(str, v)) if v else "?"
+
+
+def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
+    """Checks from facts: ``{"check", "status", "detail", "fix"}`` each."""
+    from .ptxcheck import ptx_loadable_note
+
+    out: List[Dict[str, str]] = []
+
+    def add(check, status, detail, fix=""):
+        out.append({"check": check, "status": status, "detail": detail, "fix": fix})
+
+    d = f.get("dists", {})
+    add("trt-kernels", "ok", f"{f.get('trt_kernels')} on Python {f.get('python')}")
+    if not f.get("torch"):
+        add("torch", "error", f"torch does not import ({f.get('torch_error', 'not installed')})",
+            "pip install torch (a CUDA build on GPU machines)")
+    else:
+        cuda = f.get("torch_cuda")
+        add("torch", "ok" if cuda else "note", f"{f['torch']}, " + (f"built for CUDA {cuda}" if cuda else
+                                                                  "CPU-only build (compiling works, launching needs a CUDA build)"))
+    gpus = f.get("gpus") or []
+    if gpus:
+        add("GPU", "ok", "; ".join(f"cuda:{g['index']} {g['name']} ({g['arch']})" for g in gpus))
+    else:
+        add("GPU", "warn", "no CUDA GPU visible: eager launches and the GPU tiers cannot run here; compiling can "
+            "(give the arch: --arch / TRT_KERNELS_ARCH)", "run on a machine with an NVIDIA GPU and driver")
+    drv = f.get("driver")
+    add("CUDA driver", "ok" if drv else ("warn" if not gpus else "error"),
+        f"supports CUDA {_ver(drv)}" if drv else "no CUDA driver found (libcuda)",
+        "" if drv else "install the NVIDIA driver")
+    if f.get("cuda_bindings_import"):
+        add("cuda-bindings", "error", f"does not import: {f['cuda_bindings_import']}", "pip install 'cuda-python>=13.3,<14'")
+    else:
+        dists = ("cuda-bindings", "cuda-core", "cuda-pathfinder", "cuda-python")
+        add("cuda-bindings", "ok", ", ".join(f"{n} {d.get(n) or 'not installed'}" for n in dists))
+    nv = f.get("nvrtc")
+    if nv is None:
+        add("NVRTC", "error", f"cannot be loaded ({f.get('nvrtc_error') or 'cuda-bindings missing'})",
+            "pip install 'nvidia-cuda-nvrtc>=13.0,<14'")
+    else:
+        archs = f.get("nvrtc_archs")
+        add("NVRTC", "ok", f"{_ver(nv)} (pip nvidia-cuda-nvrtc {d.get('nvidia-cuda-nvrtc')}); writes PTX ISA "
+            f"{_ver(f.get('ptx_isa'))}" + (f"; archs {', '.join(f'sm_{a}' for a in archs)}" if archs else ""))
+        for g in gpus:
+            num = int(g["arch"][3:].rstrip("af"))
+            if archs and num not in archs:
+                add(f"NVRTC arch {g['arch']}", "error", f"NVRTC {_ver(nv)} cannot compile for {g['name']} ({g['arch']})",
+                    "install an nvidia-cuda-nvrtc that supports it")
+    dirs = f.get("include_dirs") or []
+    if any(x["cuda_fp16.h"] for x in dirs):
+        add("CUDA headers", "ok", "; ".join(f"{x['path']} ({x['from']})" for x in dirs))
+    else:
+        add("CUDA headers", "error", "cuda_fp16.h not found (" + (", ".join(x["path"] for x in dirs) or "no include "
+                                                                   "directory") + ")",
+            "pip install 'nvidia-cuda-runtime>=13.0,<14', or set CUDA_HOME to a CUDA toolkit")
+    probe = f.get("probe")
+    if probe is not None:
+        add("probe compile", "ok" if probe.startswith("ok") else "error",
+            f"{PROBE_NAME} (cuda_fp16.h) for {f.get('probe_arch')}: {probe}",
+            "" if probe.startswith("ok") else "see the NVRTC message; check the CUDA headers above")
+    # PTX from this NVRTC on this driver
+    note = ptx_loadable_note(tuple(nv), tuple(drv)) if nv and drv else None
+    ptx_fix = (f"pip install 'nvidia-cuda-nvrtc=={drv[0]}.{drv[1]}.*' (an NVRTC no newer than the driver), or update "
+               "the driver; eager launches use CUBIN and keep working" if drv else "update the driver")
+    pl = f.get("ptx_load")
+    if pl is not None and pl != "ok":
+        add("driver loads NVRTC's PTX", "error", f"the driver refused the probe's PTX: {pl}"
+            + (f" ({note.split('. Fix: ')[0]})" if note else ""), ptx_fix)
+    elif note:
+        add("driver loads NVRTC's PTX", "error", note.split(". Fix: ")[0], ptx_fix)
+    elif pl == "ok":
+        add("driver loads NVRTC's PTX", "ok", f"PTX ISA {_ver(f.get('ptx_isa'))} from NVRTC {_ver(nv)} loads on the "
+            f"driver (CUDA {_ver(drv)})")
+    elif nv:
+        add("driver loads NVRTC's PTX", "note", f"not checked: no driver here; the GPU machine's driver must "
+            f"support CUDA {_ver(nv)} or newer for TensorRT plugins (which take PTX)")
+    cl = f.get("cubin_load")
+    if cl is not None:
+        add("driver loads the CUBIN", "ok" if cl == "ok" else "error",
+            "eager launches load CUBIN: " + cl, "" if cl == "ok" else "update the driver, or install an "
+            "nvidia-cuda-nvrtc of the driver's major version")
+    # TensorRT
+    side = f.get("tensorrt_side") or {}
+    trt_v = f.get("tensorrt_module") or d.get("tensorrt") or d.get("tensorrt-cu13") or d.get("tensorrt-cu12")
+    ttrt_v = f.get("torch_tensorrt_module") or d.get("torch-tensorrt")
+    if side.get("available") == "yes":
+        add("TensorRT", "ok", f"tensorrt {trt_v}, torch_tensorrt {ttrt_v}: QDP plugins usable"
+            + (f" [{side['backend']}]" if side.get("backend") else ""))
+    else:
+        bind = d.get("tensorrt-cu13-bindings") or d.get("tensorrt-cu12-bindings")
+        add("TensorRT", "note", f"tensorrt {trt_v or 'not installed'}"
+            + (f" (bindings wheel {bind} without the native libraries)" if bind and not trt_v else "")
+            + f", torch_tensorrt {ttrt_v or 'not installed'}: "
+            f"ops stay eager-only ({side.get('reason') or side.get('available')})",
+            "pip install 'trt-kernels[tensorrt]' (TensorRT 10.15+ or 11.x) for plugins and converters")
+    st = f.get("standin")
+    add("AOT/JIT replay tier", "ok" if st is None and gpus else "note",
+        "can run (NVIDIA's tensorrt.plugin over the emulator)" if st is None and gpus else
+        ("needs a CUDA GPU" if st is None else st),
+        "" if st is None else "pip install -e '.[test]' (the tensorrt-cu13-bindings wheel)")
+    em = f.get("emulation")
+    add("emulated Torch-TensorRT tier", "ok" if em is None else "note",
+        "can run (trt_kernels.testing.emulate_tensorrt)" if em is None else em)
+    cdir = f.get("cache_dir")
+    add("compile cache", "ok", f"{cdir}: {f.get('cache_files', 0)} files, {f.get('cache_bytes', 0) / 1024:.1f} KiB"
+        if cdir else "disabled (TRT_KERNELS_CACHE=0)")
+    return out
+
+
+def exit_status(checks: List[Dict[str, str]]) -> int:
+    return 1 if any(c["status"] == "error" for c in checks) else 0
+
+
+def format_checks(checks: List[Dict[str, str]]) -> str:
+    w = max(len(c["check"]) for c in checks)
+    lines = [f"{'check':<{w}}  {'status':<6}  detail"]
+    for c in checks:
+        lines.append(f"{c['check']:<{w}}  {c['status'].upper() if c['status'] == 'error' else c['status']:<6}  "
+                     f"{c['detail']}")
+    fixes = [c for c in checks if c["fix"] and c["status"] in ("error", "warn")]
+    if fixes:
+        lines.append("")
+        lines.append("to fix:")
+        for c in fixes:
+            lines.append(f"  {c['check']}: {c['fix']}")
+    bad = [c["check"] for c in checks if c["status"] == "error"]
+    lines.append("")
+    lines.append(f"doctor: {len(bad)} problem{'s' if len(bad) != 1 else ''} ({', '.join(bad)})" if bad
+                 else "doctor: nothing a user needs is missing")
+    return "\n".join(lines)
+
+
+def run(as_json: bool) -> int:
+    facts = gather()
+    checks = assess(facts)
+    status = exit_status(checks)
+    if as_json:
+        print(json.dumps({"schema": SCHEMA, "facts": facts, "checks": checks, "exit_status": status}, indent=2))
+    else:
+        print(format_checks(checks))
+    return status
+
+
+__all__: Tuple[str, ...] = ("gather", "assess", "exit_status", "run")

@@ -1,0 +1,407 @@
+"""``trt-kernels inspect``: everything the package derived for each op a module declares.
+
+Schema, the kernel ABI as a C signature, the kernel's parameters as the PTX has them (and
+whether they agree), the launch plan written over the inputs' names, dtypes and tactics, the
+cache entry, and what the TensorRT side makes of the op. Needs no GPU: the PTX is compiled for
+``--arch`` (else the visible GPU, else ``TRT_KERNELS_ARCH``, else sm_90 for reading only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+SCHEMA = "trt-kernels.inspect/1"
+FALLBACK_ARCH = "sm_90"
+
+
+class TargetError(Exception):
+    """The user's module or file could not be loaded; the message says why."""
+
+
+def load_target(target: str):
+    """Import a module name or run a ``.py`` file; return the KernelOps it declared (in order)."""
+    from . import registry
+
+    before = {id(k) for k in registry.all_ops()}
+    try:
+        # the commands compile each op themselves, for the archs asked, and report its errors
+        with registry.deferred_compile():
+            if target.endswith(".py") or os.sep in target or "/" in target:
+                if not os.path.isfile(target):
+                    raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
+                runpy.run_path(target, run_name="trt_kernels_inspect")
+            else:
+                __import__(target)
+    except TargetError:
+        raise
+    except SystemExit as e:
+        raise TargetError(f"{target}: the module called sys.exit({e.code}) while being imported. Fix: guard "
+                          "its script part with `if __name__ == \"__main__\":`") from None
+    except ModuleNotFoundError as e:
+        if e.name and target.split(".")[0] == e.name.split(".")[0]:
+            raise TargetError(f"{target}: no module named {e.name!r}. Fix: pass a .py path or put the module on "
+                              "PYTHONPATH") from None
+        raise TargetError(f"{target}: importing it failed: {type(e).__name__}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - show the user's declaration error as it is
+        raise TargetError(f"{target}: importing it failed: {type(e).__name__}: {e}") from None
+    return [k for k in registry.all_ops() if id(k) not in before]
+
+
+def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
+    """(arch to compile for, a note when it was a guess)."""
+    from .compile import default_arch, normalize_arch
+
+    if arch:
+        return normalize_arch(arch), None
+    found = default_arch()
+    if found:
+        return found, None
+    return FALLBACK_ARCH, (f"no GPU visible and TRT_KERNELS_ARCH unset: compiled for {FALLBACK_ARCH} to read the "
+                           "PTX (pass --arch to choose)")
+
+
+# ---------------- expressions over the inputs' names ----------------
+
+
+def fmt_expr(e, names: Sequence[str]) -> str:
+    """A plan expression with ``in0.shape[1]`` written as ``x.shape[1]``."""
+    from .expr import BinOp, Const, Dim, NumelOf
+
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Dim):
+        return f"{names[e.tensor]}.shape[{e.axis}]"
+    if isinstance(e, NumelOf):
+        return f"{names[e.tensor]}.numel()"
+    if isinstance(e, BinOp):
+        a, b = fmt_expr(e.lhs, names), fmt_expr(e.rhs, names)
+        sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(e.op)
+        return f"({a} {sym} {b})" if sym else f"{e.op}({a}, {b})"
+    return str(e)
+
+
+def parse_ranks(items: Sequence[str]) -> Dict[str, int]:
+    out = {}
+    for it in items or ():
+        name, _, r = it.partition("=")
+        if not name or not r.strip().isdigit():
+            raise TargetError(f"--rank {it!r}: expected NAME=N, e.g. --rank x=3")
+        out[name.strip()] = int(r)
+    return out
+
+
+# ---------------- one op ----------------
+
+
+def _tactics(kop) -> List[Dict[str, Any]]:
+    from .spec import Elementwise, Reduction
+
+    g = kop.spec.geometry
+    if isinstance(g, Elementwise):
+        blocks = [tuple(g.block)] + [tuple(t) for t in g.tactics]
+    elif isinstance(g, Reduction):
+        blocks = [(g.block_size,)] + [(t,) for t in g.tactics]
+    else:
+        return [{"id": 1, "block": None, "note": "one launch (no alternatives declared)"}]
+    return [{"id": i + 1, "block": list(b) + [1] * (3 - len(b)), "note": "eager uses this" if i == 0 else ""}
+            for i, b in enumerate(blocks)]
+
+
+def _plan(kop, ranks_given: Dict[str, int]) -> Dict[str, Any]:
+    from . import dtypes as _dt
+    from .errors import InputError
+
+    v = kop.v
+    names = list(v.tensor_names)
+    if not kop.has_plan_outputs or not kop.has_plan_geometry:
+        parts = []
+        parts.append("outputs from meta_fn" if not kop.has_plan_outputs else "outputs from the spec")
+        parts.append("eager launch by eager_fn" if kop.eager_fn is not None else "eager launch from the plan")
+        if kop.aot_fn is not None:
+            parts.append("TensorRT launch by aot_fn")
+        return {"derived": False, "note": "override path: " + ", ".join(parts)}
+    unknown = sorted(set(ranks_given) - set(names))
+    if unknown:
+        raise TargetError(f"{kop.op_name}: --rank names {unknown}, which are not tensor inputs of the op "
+                          f"(tensor inputs: {names})")
+    ranks, assumed = [], []
+    for d in v.tensor_decls:
+        r = ranks_given.get(d.name, d.ndim)
+        if r is None:
+            r = 2
+            assumed.append(d.name)
+        ranks.append(r)
+    try:
+        p = kop.plan(tuple(ranks))
+    except InputError as e:
+        return {"derived": True, "ranks": dict(zip(names, ranks)), "ranks_assumed": assumed, "error": str(e)}
+    f = lambda e: fmt_expr(e, names)  # noqa: E731
+    outputs = []
+    for o, decl in zip(p.outputs, kop.spec.outputs):
+        if o.dtype is not None:
+            dt = _dt.short(o.dtype)
+        else:
+            src = v.tensor_decls[o.dtype_src]
+            dt = _dt.short(src.dtype) if src.dtype is not None else f"dtype of {src.name}"
+        outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
+    args = [f"{n}.data_ptr()" for n in names]
+    args += [d.name for d in v.scalar_decls]
+    args += [f(e) for e in p.extras]
+    args += [f"{o.name}.data_ptr()" for o in kop.spec.outputs]
+    return {
+        "derived": True, "ranks": dict(zip(names, ranks)), "ranks_assumed": assumed,
+        "grid": [f(e) for e in p.grid], "block": list(p.block), "shared_mem": f(p.shared_mem),
+        "outputs": outputs, "arguments": args,
+    }
+
+
+def _abi(kop, arch: str) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]], List[str]]:
+    """(per-dtype ABI rows, the compiled program's cache facts, errors)."""
+    from . import abi as _abi
+    from . import dtypes as _dt
+    from .compile import cache_entry_path
+    from .errors import CompileError, KernelABIError
+
+    errors: List[str] = []
+    prog = None
+    ptx = kop.ptx
+    if ptx is None:
+        try:
+            prog = kop.program(arch)
+            ptx = prog.ptx
+        except KernelABIError as e:
+            errors.append(str(e))
+        except CompileError as e:
+            errors.append(str(e))
+        if prog is None and ptx is None:
+            # compile without the ABI check, to show what the PTX does take
+            try:
+                from .compile import compile_program
+                from .registry import _with_headers
+
+                names = [kop.name_expression(d) for d in kop.dtypes]
+                p2 = compile_program(_with_headers(kop.spec.kernel_source, kop.dtypes, kop.v), names, arch=arch,
+                                     options=kop.spec.compile_options, std=kop.spec.compile_std,
+                                     include_paths=kop.spec.include_paths, label=kop.op_name)
+                ptx, lowered = p2.ptx, p2.lowered
+            except Exception:  # noqa: BLE001 - the compile error is reported already
+                lowered = {}
+        else:
+            lowered = prog.lowered if prog is not None else {}
+    else:
+        lowered = {kop.spec.kernel_name: kop.spec.kernel_name}
+    rows = []
+    for d in kop.dtypes:
+        name_expr = kop.name_expression(d) if kop.ptx is None else kop.spec.kernel_name
+        symbol = lowered.get(name_expr)
+        row: Dict[str, Any] = {"dtype": _dt.short(d), "kernel_name": name_expr, "symbol": symbol}
+        if kop.has_plan_outputs:
+            expected = _abi.expected_params(kop.spec, kop.v, d)
+            row["c_signature"] = f"__global__ void {name_expr.split('<')[0]}({', '.join(p.label for p in expected)})"
+            row["expected"] = [{"param": p.label, "kind": p.kind, "bytes": p.size} for p in expected]
+        else:
+            expected = None
+            row["c_signature"] = None
+            row["expected"] = None
+        found = _abi.ptx_params(ptx, symbol) if (ptx is not None and symbol) else None
+        row["ptx_params"] = [{"type": t, "bytes": b} for t, b in found] if found is not None else None
+        if found is not None and expected is not None:
+            row["param_ok"] = [i < len(found) and i < len(expected) and found[i][1] == expected[i].size
+                               and _abi._kind_ok(expected[i].kind, found[i][0])
+                               for i in range(max(len(found), len(expected)))]
+            row["matches"] = len(found) == len(expected) and all(row["param_ok"])
+        else:
+            row["param_ok"] = None
+            row["matches"] = None
+        rows.append(row)
+    cache = None
+    if prog is not None:
+        path = cache_entry_path(prog.key, prog.arch)
+        size = path.stat().st_size if path is not None and path.is_file() else None
+        cache = {"key": prog.key, "path": str(path) if path is not None else None, "bytes": size,
+                 "state": "read from the disk cache" if prog.from_cache else "compiled by NVRTC in this process",
+                 "arch": prog.arch, "nvrtc": ".".join(map(str, prog.nvrtc_version)),
+                 "ptx_isa": ".".join(map(str, prog.ptx_isa)) if prog.ptx_isa else None,
+                 "ptx_bytes": len(prog.ptx), "cubin_bytes": len(prog.cubin)}
+    return rows, cache, errors
+
+
+def _tensorrt(kop, trt_state: Dict[str, str], prog_cache: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    from .launch import driver_version
+    from .ptxcheck import ptx_loadable_note
+
+    # the same rule as trt_kernels.plugins.qdp.PluginBuilder.has_aot
+    if kop.aot_fn is not None:
+        mode, why = "AOT", "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python at run time"
+    elif kop.has_plan_geometry and kop.has_plan_outputs:
+        mode = "AOT"
+        why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
+        if kop.v.scalar_decls:
+            why += ("; scalars (" + ", ".join(d.name for d in kop.v.scalar_decls)
+                    + ") are baked into the extra arguments when the engine is built")
+    else:
+        mode = "JIT"
+        why = ("override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at run time, so the engine "
+               "needs trt_kernels imported to run. Fix for AOT: declare outputs and geometry, or pass aot_fn=")
+    available = trt_state.get("available") == "yes"
+    out = {"plugin": mode, "why": why,
+           "registered": kop.trt.get("plugin") if available else None,
+           "converter": kop.trt.get("converter", "not registered") if available else
+           f"not registered: {trt_state.get('reason') or 'TensorRT side not initialised'}",
+           "side": trt_state.get("available", "no"), "side_reason": trt_state.get("reason") or None}
+    if trt_state.get("backend"):
+        out["backend"] = trt_state["backend"]
+    note = None
+    if prog_cache is not None and prog_cache.get("nvrtc"):
+        nv = tuple(int(x) for x in prog_cache["nvrtc"].split("."))
+        note = ptx_loadable_note(nv, driver_version())
+    out["ptx_driver_note"] = note
+    return out
+
+
+def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -> Dict[str, Any]:
+    from . import dtypes as _dt
+
+    abi_rows, cache, errors = _abi(kop, arch)
+    d: Dict[str, Any] = {
+        "op": kop.op_name,
+        "schema": kop.schema,
+        "declared_by": "ptx_op" if kop.ptx is not None else "cuda_kernel_op",
+        "overrides": [n for n in ("meta_fn", "eager_fn", "aot_fn", "backward")
+                      if getattr(kop, n) is not None],
+        "arch": arch if kop.ptx is None else None,
+        "abi": abi_rows,
+        "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.v.tensor_names}),
+        "dtypes": [_dt.short(t) for t in kop.dtypes],
+        "tactics": _tactics(kop),
+        "cache": cache,
+        "tensorrt": _tensorrt(kop, trt_state, cache),
+        "errors": errors,
+    }
+    return d
+
+
+# ---------------- text ----------------
+
+
+def _kib(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def format_op(d: Dict[str, Any]) -> str:
+    L = []
+    add = L.append
+    add(f"{d['op']}{d['schema']}")
+    how = d["declared_by"] + (f" with {', '.join(d['overrides'])}" if d["overrides"] else "")
+    add(f"  declared      {how}")
+    for row in d["abi"]:
+        add(f"  kernel        {row['kernel_name']} [{row['dtype']}] -> symbol {row['symbol'] or '(not compiled)'}"
+            + (f" for {d['arch']}" if d["arch"] else ""))
+        if row["c_signature"]:
+            add(f"  expects       {row['c_signature']}")
+        else:
+            add("  expects       (not declared: override path, the spec has no outputs)")
+        exp, got = row["expected"] or [], row["ptx_params"]
+        if got is None and not exp:
+            continue
+        verdict = {True: "agree", False: "DISAGREE", None: "not compared"}[row["matches"]]
+        add(f"  PTX params    {len(got) if got is not None else '?'} in the .entry; spec and PTX {verdict}")
+        n = max(len(exp), len(got or []))
+        w = max([len(p["param"]) for p in exp] + [10])
+        for i in range(n):
+            e = exp[i] if i < len(exp) else None
+            g = got[i] if got is not None and i < len(got) else None
+            es = f"{e['param']:<{w}} {e['kind']:>5} {e['bytes']}B" if e else f"{'(not declared)' if not exp else '(missing)':<{w + 9}}"
+            gs = f".{g['type']:<6} {g['bytes']}B" if g else "(nothing)"
+            ok = "" if row["param_ok"] is None else ("ok" if row["param_ok"][i] else "<-- differs")
+            add(f"    {i:2d}  {es:<{w + 10}}  {gs:<12} {ok}".rstrip())
+    p = d["plan"]
+    if not p.get("derived"):
+        add(f"  launch        {p['note']}")
+    elif p.get("error"):
+        add(f"  launch        at ranks {p['ranks']}: {p['error']}")
+    else:
+        r = ", ".join(f"{k}={v}" for k, v in p["ranks"].items())
+        note = f" (assumed for {', '.join(p['ranks_assumed'])}; --rank NAME=N or InputDecl(ndim=) sets it)" \
+            if p["ranks_assumed"] else ""
+        add(f"  launch plan   at ranks {r}{note}")
+        add(f"    grid        ({', '.join(p['grid'])})")
+        add(f"    block       ({', '.join(map(str, p['block']))})")
+        add(f"    shared mem  {p['shared_mem']} bytes")
+        for o in p["outputs"]:
+            add(f"    output      {o['name']}: ({', '.join(o['shape'])}{',' if len(o['shape']) == 1 else ''}) "
+                f"{o['dtype']}")
+        add(f"    arguments   ({', '.join(p['arguments'])})")
+    add(f"  dtypes        {', '.join(d['dtypes'])}")
+    tac = "; ".join(f"{t['id']}: block ({', '.join(map(str, t['block']))})" if t["block"] else f"{t['id']}: {t['note']}"
+                    for t in d["tactics"])
+    add(f"  tactics       {tac}")
+    c = d["cache"]
+    if c is None:
+        add("  cache         " + ("none (ptx_op: nothing compiled)" if d["declared_by"] == "ptx_op"
+                                  else "no entry (not compiled)"))
+    else:
+        where = f"{c['path']} ({_kib(c['bytes'])})" if c["path"] else "disabled (TRT_KERNELS_CACHE=0)"
+        add(f"  cache         {where}, {c['state']}")
+        add(f"                NVRTC {c['nvrtc']}, PTX ISA {c['ptx_isa']}, PTX {_kib(c['ptx_bytes'])}, "
+            f"CUBIN {_kib(c['cubin_bytes'])}")
+    t = d["tensorrt"]
+    add(f"  TensorRT      plugin {t['plugin']}: {t['why']}")
+    if t["registered"]:
+        add(f"                registered: {t['registered']}" + (f" [{t['backend']}]" if t.get("backend") else ""))
+    add(f"                converter: {t['converter']}")
+    if t["ptx_driver_note"]:
+        add(f"                note: {t['ptx_driver_note']}")
+    for e in d["errors"]:
+        add("  ERROR         " + e.replace("\n", "\n                "))
+    return "\n".join(L)
+
+
+def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool) -> int:
+    from .status import _trt_state
+
+    try:
+        rank_map = parse_ranks(ranks)
+        kops = load_target(target)
+    except TargetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if op is not None:
+        picked = [k for k in kops if k.op_name == op]
+        if not picked:
+            names = ", ".join(k.op_name for k in kops) or "none"
+            print(f"error: {target} declares no op {op!r} (it declares: {names}). Fix: --op NS::NAME",
+                  file=sys.stderr)
+            return 1
+        kops = picked
+    arch_used, arch_note = pick_arch(arch)
+    trt_state = _trt_state()
+    try:
+        ops = [describe(k, arch_used, rank_map, trt_state) for k in kops]
+    except TargetError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    failed = any(d["errors"] or any(r["matches"] is False for r in d["abi"]) for d in ops)
+    if as_json:
+        print(json.dumps({"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,
+                          "tensorrt_side": {k: v for k, v in trt_state.items()}, "ops": ops, "ok": not failed},
+                         indent=2))
+    else:
+        side = trt_state.get("available")
+        print(f"{target}: {len(ops)} op{'s' if len(ops) != 1 else ''}; compiled for {arch_used}"
+              + (f" ({arch_note})" if arch_note else "")
+              + f"; TensorRT side: {'available' if side == 'yes' else 'not available'}"
+              + (f" ({trt_state['reason']})" if trt_state.get("reason") else "")
+              + (f" [{trt_state['backend']}]" if trt_state.get("backend") else ""))
+        if not ops:
+            print("no ops declared (declare them with trt_kernels.cuda_kernel_op / ptx_op at import time)")
+        for d in ops:
+            print()
+            print(format_op(d))
+    return 1 if failed else 0

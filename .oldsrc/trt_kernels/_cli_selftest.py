@@ -1,0 +1,336 @@
+"""``trt-kernels selftest``: the seed's seven cases end to end, on every tier this machine has.
+
+Tiers (one column each):
+
+- ``eager``: the op on fresh random inputs vs a torch reference (needs CUDA);
+- ``aot_replay`` / ``jit_replay``: what the TensorRT plugin's ``aot_impl`` describes (or its
+  ``impl``, through NVIDIA's ``enqueue``) launched as TensorRT launches it, bit for bit equal to
+  eager and close to the reference (needs CUDA and NVIDIA's ``tensorrt.plugin`` sources, the
+  ``tensorrt-cu13-bindings`` wheel);
+- ``torch_tensorrt_emulated``: real Torch-TensorRT ``compile(..., min_block_size=1)`` over the
+  emulated libnvinfer (:func:`trt_kernels.testing.emulate_tensorrt`), the op inside the engine,
+  vs the reference; run in a child process, since emulation changes the process for good;
+- ``tensorrt``: real TensorRT: compile, run, ``torch_tensorrt.save`` and ``load``, run again
+  (child process).
+
+Each cell is passed, failed (with what differed) or skipped (with why). Exit status 1 on any
+failure. Skipped is never shown as passed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+SCHEMA = "trt-kernels.selftest/1"
+TIERS: Tuple[Tuple[str, str], ...] = (
+    ("eager", "eager"),
+    ("aot_replay", "AOT replay"),
+    ("jit_replay", "JIT replay"),
+    ("torch_tensorrt_emulated", "Torch-TRT emulated"),
+    ("tensorrt", "TensorRT"),
+)
+TIER_IDS = tuple(t for t, _ in TIERS)
+_MARK = "TTK_SELFTEST_RESULT "
+NAMESPACE = "ttk_selftest"
+
+
+@dataclass
+class Result:
+    case: str
+    tier: str
+    status: str  # passed | failed | skipped
+    reason: str = ""
+    seconds: Optional[float] = None
+
+
+def _fail_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= 600 else text[:600] + " ..."
+
+
+# ---------------- what can run here ----------------
+
+
+def skip_reasons() -> Dict[str, Optional[str]]:
+    """Per tier: None when it can be tried here, else why not."""
+    import torch
+
+    reasons: Dict[str, Optional[str]] = {t: None for t in TIER_IDS}
+    if not torch.cuda.is_available():
+        for t in TIER_IDS:
+            reasons[t] = "needs a CUDA GPU (torch.cuda.is_available() is False)"
+        if importlib.util.find_spec("tensorrt") is None:
+            reasons["tensorrt"] += "; tensorrt is not installed"
+        return reasons
+    from .testing import emulation_unavailable_reason
+    from .testing.standin import unavailable_reason
+
+    st = unavailable_reason()
+    if st is not None:
+        reasons["aot_replay"] = reasons["jit_replay"] = f"NVIDIA's tensorrt.plugin sources unavailable: {st}"
+    em = emulation_unavailable_reason()
+    if em is not None:
+        reasons["torch_tensorrt_emulated"] = em
+    for mod, pip in (("tensorrt", "tensorrt"), ("torch_tensorrt", "torch-tensorrt")):
+        if importlib.util.find_spec(mod) is None:
+            reasons["tensorrt"] = f"{mod} is not installed (pip install {pip}; see README, TensorRT)"
+            break
+    return reasons
+
+
+# ---------------- tiers in this process ----------------
+
+
+def _timed(fn, case: str, tier: str) -> Result:
+    t0 = time.perf_counter()
+    try:
+        problem = fn()
+    except Exception as e:  # noqa: BLE001 - a failing case is a row, not a crash
+        return Result(case, tier, "failed", _fail_text(e), time.perf_counter() - t0)
+    dt = time.perf_counter() - t0
+    return Result(case, tier, "failed" if problem else "passed", problem or "", dt)
+
+
+def run_eager(cases, namespace: str) -> List[Result]:
+    import torch
+
+    from . import _seed_cases as sc
+
+    dev = torch.device("cuda")
+    out = []
+    for c in cases:
+        def check(c=c):
+            tensors, scalars = c.make_inputs(dev)
+            got = sc.op(c, namespace)(*tensors, *scalars)
+            torch.cuda.synchronize()
+            return sc.mismatch(c, got, c.reference(*tensors, *scalars))
+
+        out.append(_timed(check, c.name, "eager"))
+    return out
+
+
+def run_replay(cases, namespace: str, kind: str) -> List[Result]:
+    import torch
+
+    from . import _seed_cases as sc
+    from .testing.replay import aot_replay, jit_replay
+
+    fn = aot_replay if kind == "aot_replay" else jit_replay
+    dev = torch.device("cuda")
+    out = []
+    for c in cases:
+        def check(c=c):
+            tensors, scalars = c.make_inputs(dev)
+            res = fn(c.op_name(namespace), *tensors, *scalars)
+            if not res.bitwise_equal:
+                return f"differs from the eager op (max abs difference {res.max_abs_diff():.3g})"
+            return sc.mismatch(c, tuple(res.outputs), c.reference(*tensors, *scalars))
+
+        out.append(_timed(check, c.name, kind))
+    return out
+
+
+# ---------------- tiers in a child process ----------------
+
+
+def _converted_problem(trt_model, namespace: str) -> Optional[str]:
+    """None if the op ran inside a TensorRT engine, else what shows it did not."""
+    import torch
+
+    if isinstance(trt_model, torch.fx.GraphModule):
+        left = sorted({str(n.target) for n in trt_model.graph.nodes
+                       if n.op == "call_function" and f"{namespace}." in str(n.target)})
+        if left:
+            return f"the op stayed a PyTorch call ({', '.join(left)}): no converter ran"
+    if not any("TensorRTModule" in type(m).__name__ for m in trt_model.modules()):
+        return "the compiled module holds no TensorRT engine"
+    return None
+
+
+def _compile(torch_tensorrt, model, tensors):
+    import torch
+
+    return torch_tensorrt.compile(model, ir="dynamo", inputs=list(tensors), enabled_precisions={torch.float32},
+                                  min_block_size=1)
+
+
+def child_tier(tier: str, namespace: str) -> List[Result]:
+    """Run the emulated or the real TensorRT tier in this (fresh) process."""
+    import torch
+
+    from . import _seed_cases as sc
+
+    if tier == "torch_tensorrt_emulated":
+        from .testing import emulate_tensorrt
+
+        _, torch_tensorrt = emulate_tensorrt()
+    else:
+        try:
+            import tensorrt  # noqa: F401
+            import torch_tensorrt
+        except Exception as e:  # noqa: BLE001 - installed (the parent checked) but broken: a failure
+            return [Result(c.name, tier, "failed", f"tensorrt / torch_tensorrt do not import: {_fail_text(e)}")
+                    for c in sc.CASES]
+        from .testing import is_emulated  # sees through Torch-TensorRT's proxy module
+
+        if is_emulated():
+            return [Result(c.name, tier, "skipped", "tensorrt here is trt_kernels' emulator, not TensorRT")
+                    for c in sc.CASES]
+    cases = sc.declare(namespace)
+    from .plugins import init, tensorrt_status
+
+    init()
+    st = tensorrt_status()
+    if st.get("available") != "yes":  # importable but unusable (e.g. a TensorRT without working QDP): a failure
+        return [Result(c.name, tier, "failed", f"TensorRT side unavailable: {st.get('reason')}") for c in cases]
+    if tier == "tensorrt" and st.get("backend"):
+        return [Result(c.name, tier, "skipped", f"tensorrt here is {st['backend']}") for c in cases]
+    dev = torch.device("cuda")
+    out = []
+    for c in cases:
+        def check(c=c):
+            tensors, scalars = c.make_inputs(dev)
+            ref = c.reference(*tensors, *scalars)
+            model = sc.CaseModel(namespace, c.name, scalars, len(tensors)).eval()
+            trt_model = _compile(torch_tensorrt, model, tensors)
+            problem = _converted_problem(trt_model, namespace)
+            if problem:
+                return problem
+            with torch.no_grad():
+                for _ in range(3):
+                    problem = sc.mismatch(c, trt_model(*tensors), ref)
+                    if problem:
+                        return "engine output: " + problem
+            if tier == "tensorrt":  # save and reload the real engine
+                with tempfile.TemporaryDirectory() as d:
+                    path = os.path.join(d, f"{c.name}.ep")
+                    torch_tensorrt.save(trt_model, path, inputs=list(tensors))
+                    reloaded = torch_tensorrt.load(path).module()
+                    with torch.no_grad():
+                        problem = sc.mismatch(c, reloaded(*tensors), ref)
+                    if problem:
+                        return "after save and reload: " + problem
+            return None
+
+        out.append(_timed(check, c.name, tier))
+    return out
+
+
+def run_child(tier: str, namespace: str, timeout: float = 1200) -> List[Result]:
+    from . import _seed_cases as sc
+
+    cmd = [sys.executable, "-m", "trt_kernels._cli_selftest", "--child", tier, "--namespace", namespace]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [Result(c.name, tier, "failed", f"the {tier} child process ran past {timeout:.0f} s") for c in sc.CASES]
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith(_MARK):
+            return [Result(**r) for r in json.loads(line[len(_MARK):])]
+    tail = (p.stderr or p.stdout).strip()[-800:]
+    return [Result(c.name, tier, "failed", f"the {tier} child process exited with {p.returncode}: {tail}",
+                   time.perf_counter() - t0) for c in sc.CASES]
+
+
+# ---------------- all of it ----------------
+
+
+def selftest(cases=None, tiers: Sequence[str] = TIER_IDS, namespace: str = NAMESPACE) -> List[Result]:
+    """Run ``cases`` (default: the seed's seven) on ``tiers``; one Result per (case, tier).
+    Child-process tiers always run the seed's seven cases."""
+    from . import _seed_cases as sc
+
+    cases = list(sc.CASES if cases is None else cases)
+    reasons = skip_reasons()
+    results: List[Result] = []
+    runnable = [t for t in tiers if reasons[t] is None]
+    in_process = [t for t in runnable if t in ("eager", "aot_replay", "jit_replay")]
+    if in_process:
+        sc.declare(namespace, cases)
+    for t in tiers:
+        if reasons[t] is not None:
+            results += [Result(c.name, t, "skipped", reasons[t]) for c in cases]
+        elif t == "eager":
+            results += run_eager(cases, namespace)
+        elif t in ("aot_replay", "jit_replay"):
+            results += run_replay(cases, namespace, t)
+        else:
+            results += run_child(t, namespace)
+    return results
+
+
+def exit_status(results: Sequence[Result]) -> int:
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def format_table(results: Sequence[Result]) -> str:
+    tiers = [t for t in TIER_IDS if any(r.tier == t for r in results)]
+    cases = list(dict.fromkeys(r.case for r in results))
+    by = {(r.case, r.tier): r for r in results}
+    notes: Dict[str, int] = {}
+
+    def cell(r: Optional[Result]) -> str:
+        if r is None:
+            return "-"
+        if r.status == "passed":
+            return "passed"
+        n = notes.setdefault(r.reason, len(notes) + 1)
+        return f"{'FAILED' if r.status == 'failed' else 'skipped'} [{n}]"
+
+    labels = dict(TIERS)
+    cw = max([len(c) for c in cases] + [4])
+    rows = [[cell(by.get((c, t))) for t in tiers] for c in cases]
+    widths = [max([len(labels[t])] + [len(r[i]) for r in rows]) for i, t in enumerate(tiers)]
+    lines = ["  ".join([f"{'case':<{cw}}"] + [f"{labels[t]:<{w}}" for t, w in zip(tiers, widths)]).rstrip()]
+    for c, r in zip(cases, rows):
+        lines.append("  ".join([f"{c:<{cw}}"] + [f"{x:<{w}}" for x, w in zip(r, widths)]).rstrip())
+    if notes:
+        lines.append("")
+        for reason, n in notes.items():
+            lines.append(f"[{n}] {reason}")
+    p = sum(r.status == "passed" for r in results)
+    f = sum(r.status == "failed" for r in results)
+    s = sum(r.status == "skipped" for r in results)
+    lines.append("")
+    lines.append(f"selftest: {p} passed, {f} failed, {s} skipped")
+    return "\n".join(lines)
+
+
+def run(as_json: bool) -> int:
+    results = selftest()
+    status = exit_status(results)
+    if as_json:
+        print(json.dumps({"schema": SCHEMA, "tiers": list(TIER_IDS), "cases": list(dict.fromkeys(r.case for r in results)),
+                          "results": [asdict(r) for r in results],
+                          "passed": sum(r.status == "passed" for r in results),
+                          "failed": sum(r.status == "failed" for r in results),
+                          "skipped": sum(r.status == "skipped" for r in results),
+                          "exit_status": status}, indent=2))
+    else:
+        print(format_table(results))
+    return status
+
+
+def _child_main(argv: Sequence[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", choices=["torch_tensorrt_emulated", "tensorrt"], required=True)
+    ap.add_argument("--namespace", default=NAMESPACE)
+    a = ap.parse_args(argv)
+    results = child_tier(a.child, a.namespace)
+    print(_MARK + json.dumps([asdict(r) for r in results]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1:]))

@@ -1,0 +1,259 @@
+"""Public entry points: :func:`cuda_kernel_op` (CUDA C++ source), :func:`triton_kernel_op` (a
+``@triton.jit`` function) and :func:`ptx_op` (PTX)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import logging
+import sys
+from typing import Any, Callable, Optional, Sequence, Union
+
+import torch
+
+from . import registry, torch_op
+from .errors import SpecError
+from .registry import KernelOp
+from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, validate
+
+_LOG = logging.getLogger("trt_kernels")
+_REPORTED_MISSING: list = []
+_FOUND: dict = {}  # top-level module name -> installed (asked once per process)
+
+
+def cuda_kernel_op(
+    op_name: str,
+    spec: KernelSpec,
+    *,
+    meta_fn: Optional[Callable[..., Any]] = None,
+    eager_fn: Optional[Callable[..., Any]] = None,
+    aot_fn: Optional[Callable[..., Any]] = None,
+    schema: Optional[str] = None,
+    backward: Optional[Callable[..., Any]] = None,
+    setup_context: Optional[Callable[..., Any]] = None,
+    supports_dynamic_shapes: bool = True,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare a CUDA C++ kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
+    plugin with a Torch-TensorRT converter).
+
+    The spec is validated before anything compiles or registers (:class:`SpecError` names the
+    op, the field and the fix). When a GPU arch is known (a visible GPU,
+    ``spec.arch_override`` or ``TRT_KERNELS_ARCH``), the kernel is compiled now and its
+    parameter list is checked against the spec; otherwise compiling waits for the first launch.
+
+    Overrides: ``meta_fn`` replaces the derived fake impl (``spec.outputs`` may then be omitted,
+    in which case ``eager_fn`` is required); ``eager_fn`` replaces the derived CUDA launch
+    (``spec.geometry`` may then be omitted); ``aot_fn(inputs, outputs, tactic) ->
+    (trtp.KernelLaunchParams, trtp.SymIntExprs)`` replaces the derived TensorRT launch.
+
+    Autograd: ``backward(ctx, *grad_outputs)`` returns one gradient per input (``None`` for
+    scalars and inputs without one); it may call other declared ops. ``setup_context(ctx,
+    inputs, output)`` defaults to saving the tensor inputs then the outputs
+    (``ctx.saved_tensors``) and the scalars (``ctx.scalars``, a dict). Registered with
+    ``torch.library.register_autograd``. An op without ``backward`` keeps the fast path
+    and raises when called in grad mode with an input that requires grad (its gradient
+    would otherwise be silently missing).
+
+    Returns the op (``torch.ops.<ns>.<name>``).
+    """
+    if setup_context is not None and backward is None:
+        raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
+    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
+                 has_aot_fn=aot_fn is not None)
+    kop = KernelOp(
+        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
+        supports_dynamic_shapes=supports_dynamic_shapes, backward=backward, setup_context=setup_context,
+        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                     capability_validator=capability_validator),
+    )
+    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
+    _LOG.debug("%s: %s", op_name, done)
+    return _register(kop, schema)
+
+
+def ptx_op(
+    op_name: str,
+    ptx: Union[bytes, str],
+    kernel_name: str,
+    meta_fn: Optional[Callable[..., Any]] = None,
+    eager_fn: Optional[Callable[..., Any]] = None,
+    aot_fn: Optional[Callable[..., Any]] = None,
+    *,
+    inputs: Optional[Sequence[Union[InputDecl, ScalarInput]]] = None,
+    outputs: Optional[Sequence[OutputDecl]] = None,
+    extras: Sequence[Any] = (),
+    geometry: Optional[Geometry] = None,
+    schema: Optional[str] = None,
+    supports_dynamic_shapes: bool = False,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare an op from precompiled PTX (Triton output, a PTX file...): NVRTC is skipped.
+
+    ``kernel_name`` is the PTX symbol (the lowered name for C++ kernels). Either give
+    ``meta_fn``/``eager_fn``/``aot_fn`` (as ``torch_tensorrt.kernels.ptx_op``), or the same
+    declarative ``inputs``/``outputs``/``extras``/``geometry`` as :class:`KernelSpec`; then the
+    PTX entry is checked against them and the eager launch loads the PTX through the driver's
+    JIT. ``inputs`` default to the tensor/float/int/bool parameters of ``meta_fn``.
+    """
+    if isinstance(ptx, str):
+        ptx = ptx.encode()
+    if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
+        raise SpecError(f"{op_name}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
+    if inputs is None and meta_fn is not None:
+        inputs = _inputs_from_signature(op_name, meta_fn)
+    spec = KernelSpec(kernel_source="", kernel_name=kernel_name, inputs=inputs, outputs=outputs,
+                      extras=list(extras), geometry=geometry)
+    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
+                 has_aot_fn=aot_fn is not None, needs_source=False)
+    if "<" in kernel_name:
+        raise SpecError(f"{op_name}: kernel_name {kernel_name!r}: ptx_op takes the PTX symbol, not a C++ name expression. "
+                        "Fix: pass the mangled name from the PTX's .entry line")
+    kop = KernelOp(
+        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, ptx=bytes(ptx).rstrip(b"\x00"),
+        supports_dynamic_shapes=supports_dynamic_shapes,
+        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                     capability_validator=capability_validator),
+    )
+    kop.check_abi(kop.ptx, {kernel_name: kernel_name})
+    return _register(kop, schema)
+
+
+def triton_kernel_op(
+    op_name: str,
+    kernel: Any,
+    *,
+    inputs: Sequence[Union[InputDecl, ScalarInput]],
+    outputs: Sequence[OutputDecl],
+    grid: Any,
+    extras: Sequence[Any] = (),
+    constexprs: Optional[dict] = None,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    tactics: Sequence[Any] = (),
+    dtypes: Optional[Sequence[torch.dtype]] = None,
+    arch_override: Optional[str] = None,
+    compile_options: Optional[dict] = None,
+    schema: Optional[str] = None,
+    backward: Optional[Callable[..., Any]] = None,
+    setup_context: Optional[Callable[..., Any]] = None,
+    supports_dynamic_shapes: bool = True,
+    requires_output_allocator: bool = False,
+    priority: Any = None,
+    capability_validator: Optional[Callable[..., Any]] = None,
+):
+    """Declare a ``@triton.jit`` kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
+    plugin with a Torch-TensorRT converter): :func:`cuda_kernel_op` with Triton as the source.
+
+    ``inputs``/``outputs``/``extras`` are the :class:`KernelSpec` vocabulary; the kernel's
+    non-constexpr parameters follow the same calling convention (tensor inputs, scalar inputs,
+    extras, outputs; a tensor ``x`` may be named ``x`` or ``x_ptr``). ``grid``: 1 to 3 size
+    expressions, or ``grid(meta)`` returning them (``meta`` holds the config's constexprs and
+    ``num_warps``); the block is ``num_warps * 32``. ``constexprs``: values of the kernel's
+    ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig` objects for TensorRT to time
+    (eager uses the first config). ``dtypes``: one kernel is compiled per dtype (the ``T`` of the
+    tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
+    ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
+    """
+    from .compile import default_arch
+    from .triton_op import declare
+
+    kop = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras, constexprs=constexprs,
+                  num_warps=num_warps, num_stages=num_stages, tactics=tactics, dtypes=dtypes,
+                  arch_override=arch_override, compile_options=compile_options, backward=backward,
+                  setup_context=setup_context, supports_dynamic_shapes=supports_dynamic_shapes,
+                  options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                               capability_validator=capability_validator))
+    arch = None if registry.compile_deferred() else arch_override or default_arch()
+    if arch is not None:
+        prog = kop.program(arch)  # compile errors and ABI mismatches surface at registration
+        if any(k.needs_scratch for (d, t), k in prog.kernels.items() if t == 1):
+            kop.eager_fn = kop.eager_with_scratch  # the fast path passes NULL scratch pointers
+    else:
+        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
+    return _register(kop, schema)
+
+
+def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        ann = p.annotation
+        if ann in (torch.Tensor, "torch.Tensor", "Tensor"):
+            out.append(InputDecl(p.name))
+        elif ann in (float, int, bool):
+            out.append(ScalarInput(p.name, ann))
+        elif ann in ("float", "int", "bool"):
+            out.append(ScalarInput(p.name, {"float": float, "int": int, "bool": bool}[ann]))
+        else:
+            raise SpecError(f"{op_name}: meta_fn parameter {p.name!r} has annotation {ann!r}. "
+                            "Fix: annotate it torch.Tensor, float, int or bool, or pass inputs=[...]")
+    return out
+
+
+def _register(kop: KernelOp, schema: Optional[str]):
+    old = registry.remove(kop.op_name)
+    if old is not None:
+        _LOG.info("%s: re-registering (the previous declaration is replaced)", kop.op_name)
+        torch_op.unregister(old)
+    kop.schema = schema if schema is not None else torch_op.build_schema(kop)
+    if not kop.schema.startswith("("):
+        raise SpecError(f"{kop.op_name}: schema {kop.schema!r} must start with the argument list, e.g. '(Tensor x) -> Tensor'")
+    try:
+        torch_op.register(kop)
+    except RuntimeError as e:
+        if "already" in str(e) or "multiple" in str(e).lower():
+            raise SpecError(
+                f"{kop.op_name}: torch already has an op of that name that trt_kernels did not register. "
+                "Fix: choose another name"
+            ) from e
+        raise
+    registry.add(kop)
+    _init_tensorrt_side()
+    return getattr(getattr(torch.ops, kop.namespace), kop.name)
+
+
+def _installed(name: str) -> bool:
+    """Whether ``name`` is importable, asked without importing it."""
+    if name in sys.modules:
+        return True
+    found = _FOUND.get(name)
+    if found is None:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        _FOUND[name] = found
+    return found
+
+
+def _init_tensorrt_side() -> None:
+    """Register plugins and converters where TensorRT is usable (once; later ops via the registry).
+
+    ``trt_kernels.plugins`` (and through it tensorrt) is imported only where both tensorrt and
+    torch_tensorrt are installed: elsewhere declaring an op imports nothing of the TensorRT side.
+    """
+    missing = [n for n in ("tensorrt", "torch_tensorrt") if not _installed(n)]
+    if missing:
+        if missing != _REPORTED_MISSING:
+            _REPORTED_MISSING[:] = missing
+            _LOG.info("trt_kernels: ops are eager-only: %s is not installed (pip install 'trt-kernels[tensorrt]')",
+                      " and ".join(missing))
+        return
+    try:
+        from .plugins import init
+    except ImportError as e:  # a core installed without its plugins package
+        _LOG.info("trt_kernels: TensorRT side unavailable: %s", e)
+        return
+    init()
+
+
+def unregister(op_name: str) -> None:
+    """Remove an op registered by trt_kernels from torch (its Library fragment is destroyed)."""
+    kop = registry.remove(op_name)
+    if kop is None:
+        raise KeyError(f"{op_name!r} was not registered with trt_kernels")
+    torch_op.unregister(kop)

@@ -1,0 +1,376 @@
+"""NVRTC compilation (PTX and CUBIN from one program) with a disk cache.
+
+One NVRTC program per (source, name expressions, options, arch) gives both
+the PTX that TensorRT's AOT plugin embeds and the CUBIN that eager launches
+load, plus the lowered (mangled) name of every name expression. Compiling
+needs no GPU: give the arch (``KernelSpec.arch_override`` or the
+``TRT_KERNELS_ARCH`` environment variable, e.g. ``sm_90``).
+
+Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
+``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Layout (format 2):
+``<cache>/<program key>/<arch>.bin``. The program key is a SHA-256 of everything
+that changes the output except the arch (source, name expressions, options, C++
+standard, which headers, and the NVRTC toolchain's identity from
+:mod:`trt_kernels.toolchain`, read from disk without loading libnvrtc), so a
+process whose kernels are all cached never loads NVRTC nor looks for headers, and
+the entries of one program for every arch sit in one directory (a declaration can
+check the kernel's parameters from any of them before a GPU is queried). Entries
+are written atomically (temporary file + ``os.replace``) and checksummed: a
+corrupt entry, or one recording another toolchain, is recompiled, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import struct
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Optional, Sequence, Tuple, TypeVar
+
+from . import toolchain
+from .errors import CompileError
+from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
+
+T = TypeVar("T")
+_LOG = logging.getLogger("trt_kernels")
+_FORMAT = 2
+_MAGIC = b"TRTKC\x00"
+_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """What NVRTC made of one source for one arch."""
+
+    ptx: bytes
+    cubin: bytes
+    lowered: Dict[str, str]  # name expression -> symbol in the PTX/CUBIN
+    arch: str  # "sm_90"
+    nvrtc_version: Tuple[int, int]
+    log: str
+    key: str  # the program key (the cache directory's name)
+    from_cache: bool
+    toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.toolchain)
+
+    @property
+    def ptx_isa(self) -> Optional[Tuple[int, int]]:
+        """The PTX ISA version of ``.version`` in the PTX (e.g. (9, 0) for CUDA 13.0)."""
+        m = re.search(rb"^\.version\s+(\d+)\.(\d+)", self.ptx, re.M)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _check(result, what: str):
+    err = result[0]
+    if int(err) != 0:
+        from cuda.bindings import nvrtc
+
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CompileError(f"NVRTC {what} failed: {msg.decode() if isinstance(msg, bytes) else msg}")
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def nvrtc_version() -> Tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    major, minor = _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def normalize_arch(arch) -> str:
+    """``"sm_90"``, ``"90"``, ``90``, ``(9, 0)`` or ``"compute_90"`` -> ``"sm_90"``."""
+    if isinstance(arch, tuple):
+        return f"sm_{arch[0]}{arch[1]}"
+    s = str(arch).strip()
+    if s.isdigit():
+        return f"sm_{s}"
+    m = _ARCH.match(s)
+    if not m:
+        raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
+    return f"sm_{m.group(2)}{m.group(3)}"
+
+
+def env_arch() -> Optional[str]:
+    """``TRT_KERNELS_ARCH`` if set (no CUDA query), else None."""
+    env = os.environ.get("TRT_KERNELS_ARCH")
+    return normalize_arch(env) if env else None
+
+
+def default_arch() -> Optional[str]:
+    """``TRT_KERNELS_ARCH`` if set, else the current CUDA device's arch, else None."""
+    env = env_arch()
+    if env:
+        return env
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return normalize_arch(torch.cuda.get_device_capability())
+    except Exception:  # noqa: BLE001 - no usable CUDA here means "no default"
+        pass
+    return None
+
+
+# ---------------- cache ----------------
+
+
+def cache_dir() -> Optional[Path]:
+    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
+    if flag in ("0", "false", "off", "no", "disable", "disabled"):
+        return None
+    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trt_kernels"
+
+
+def cache_entry_path(key: str, arch: str) -> Optional[Path]:
+    """Where the disk cache keeps the entry of program ``key`` (a :attr:`CompiledProgram.key`) for
+    ``arch``; None when the cache is disabled. For reports (``trt-kernels inspect`` / ``compile``)."""
+    return _entry_path(key, normalize_arch(arch))
+
+
+def program_key(source: str, names: Sequence[str], options: Sequence[str], std: str,
+                include_paths: Optional[Sequence[str]], toolchain_id: str) -> str:
+    """The cache directory of one program: everything that changes NVRTC's output but the arch."""
+    payload = json.dumps(
+        {"format": _FORMAT, "source": source, "names": list(names), "options": list(options), "std": std,
+         "headers": toolchain.headers_identity(include_paths), "toolchain": toolchain_id},
+        sort_keys=True,
+    ).encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _encode(prog: CompiledProgram) -> bytes:
+    header = json.dumps({
+        "lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
+        "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key, "toolchain": prog.toolchain,
+        "format": _FORMAT,
+        "sha256": hashlib.sha256(prog.ptx + prog.cubin).hexdigest(),
+    }).encode()
+    return _MAGIC + struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
+
+
+def _decode(blob: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
+    if not blob.startswith(_MAGIC):
+        raise ValueError("bad magic")
+    (hlen,) = struct.unpack_from("<I", blob, len(_MAGIC))
+    start = len(_MAGIC) + 4
+    header = json.loads(blob[start:start + hlen])
+    body = blob[start + hlen:]
+    if len(body) != header["ptx_len"] + header["cubin_len"]:
+        raise ValueError("truncated")
+    if hashlib.sha256(body).hexdigest() != header["sha256"] or header["key"] != key:
+        raise ValueError("checksum mismatch")
+    if header.get("format") != _FORMAT or header["arch"] != arch:
+        raise ValueError(f"entry for format {header.get('format')} / {header['arch']}, wanted {_FORMAT} / {arch}")
+    if header.get("toolchain") != toolchain_id:  # never hand out what another NVRTC built
+        raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
+    ptx, cubin = body[: header["ptx_len"]], body[header["ptx_len"]:]
+    return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
+                           nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True,
+                           toolchain=toolchain_id)
+
+
+def read_entry(path: Path, decode: Callable[[bytes], T]) -> Optional[T]:
+    """A cache entry's bytes through ``decode``; None (logged) when absent, unreadable or corrupt
+    (``decode`` raises on anything it does not trust), so the caller recompiles."""
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _LOG.warning("trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
+        return None
+    try:
+        return decode(blob)
+    except Exception as e:  # noqa: BLE001 - any decoding problem means "corrupt"
+        _LOG.warning("trt_kernels: cache entry %s is corrupt (%s); recompiling", path, e)
+        return None
+
+
+def write_entry(path: Path, blob: bytes) -> None:
+    """Write a cache entry atomically (temporary file, fsync, rename); a failure is logged, not raised."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        _LOG.warning("trt_kernels: cannot write cache entry %s (%s); continuing without caching", path, e)
+
+
+# ---------------- compile ----------------
+
+_MEMO: Dict[Tuple[str, str], CompiledProgram] = {}  # (program key, arch) -> program
+_MEMO_LOCK = threading.Lock()
+
+
+def _toolchain_id() -> str:
+    """The NVRTC identity for keys: from disk if it can be told, else by loading NVRTC."""
+    ident = toolchain.identity()
+    if ident is None:
+        ident = toolchain.confirm_loaded(nvrtc_version())
+    return ident
+
+
+def _entry_path(key: str, arch: str) -> Optional[Path]:
+    cdir = cache_dir()
+    return cdir / key / f"{arch}.bin" if cdir is not None else None
+
+
+def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
+    with _MEMO_LOCK:
+        hit = _MEMO.get((key, arch))
+    if hit is not None:
+        return hit
+    path = _entry_path(key, arch)
+    prog = read_entry(path, lambda blob: _decode(blob, key, arch, ident)) if path is not None else None
+    if prog is not None:
+        with _MEMO_LOCK:
+            prog = _MEMO.setdefault((key, arch), prog)
+    return prog
+
+
+def cached_program(
+    source: str,
+    name_expressions: Sequence[str],
+    *,
+    options: Sequence[str] = (),
+    std: str = "c++17",
+    include_paths: Optional[Sequence[str]] = None,
+) -> Optional[CompiledProgram]:
+    """A cached build of this program for *any* arch, without compiling, loading NVRTC or querying
+    a GPU; None if there is none (or the toolchain cannot be told without loading NVRTC).
+
+    A kernel's parameter list in the PTX does not depend on the arch, so a declaration checks
+    the kernel ABI against such an entry and leaves the arch-specific CUBIN to the first launch.
+    """
+    ident = toolchain.identity()
+    cdir = cache_dir()
+    if ident is None or cdir is None:
+        return None
+    key = program_key(source, name_expressions, options, std, include_paths, ident)
+    with _MEMO_LOCK:
+        for (k, _arch), prog in _MEMO.items():
+            if k == key:
+                return prog
+    try:
+        names = sorted(os.listdir(cdir / key))
+    except OSError:
+        return None
+    for n in names:
+        if n.endswith(".bin"):
+            prog = _lookup(key, n[: -len(".bin")], ident)
+            if prog is not None:
+                return prog
+    return None
+
+
+def compile_program(
+    source: str,
+    name_expressions: Sequence[str],
+    *,
+    arch: str,
+    options: Sequence[str] = (),
+    std: str = "c++17",
+    include_paths: Optional[Sequence[str]] = None,
+    label: str = "kernel",
+) -> CompiledProgram:
+    """Compile ``source`` for ``arch`` (e.g. ``"sm_90"``) with NVRTC; PTX, CUBIN and lowered names.
+
+    A cache hit loads no NVRTC and reads no header. Raises :class:`CompileError` with NVRTC's
+    log if the source does not compile, or if a name expression names no ``__global__`` function.
+    """
+    arch = normalize_arch(arch)
+    ident = _toolchain_id()
+    key = program_key(source, name_expressions, options, std, include_paths, ident)
+    prog = _lookup(key, arch, ident)
+    if prog is not None:
+        return prog
+    version = nvrtc_version()  # loads NVRTC: from here on, key by the library really loaded
+    loaded = toolchain.confirm_loaded(version)
+    if loaded != ident:
+        _LOG.info("trt_kernels: the NVRTC loaded (%s) is not the one predicted (%s); keying the cache by it",
+                  loaded, ident)
+        ident = loaded
+        key = program_key(source, name_expressions, options, std, include_paths, ident)
+        prog = _lookup(key, arch, ident)
+        if prog is not None:
+            return prog
+    opts = [f"--gpu-architecture={arch}", f"-std={std}"]
+    opts += [f"-I{d}" for d in toolchain.include_dirs(include_paths)]
+    opts += list(options)
+    prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
+    path = _entry_path(key, arch)
+    if path is not None:
+        write_entry(path, _encode(prog))
+    with _MEMO_LOCK:
+        return _MEMO.setdefault((key, arch), prog)
+
+
+def _nvrtc_output(prog, get_size, get, what: str) -> bytes:
+    """One of NVRTC's outputs (log, PTX, CUBIN) as ``bytes``.
+
+    NVRTC writes into the buffer it is given, so the buffer is a fresh ``bytearray``:
+    never a ``bytes`` object, which is immutable and may be one of CPython's shared
+    singletons (``b" " * 1`` *is* the interpreter's cached ``b" "``; writing NVRTC's
+    terminating NUL into it would turn every ``b" "`` in the process into ``b"\\x00"``).
+    """
+    size = int(_check(get_size(prog), f"nvrtcGet{what}Size"))
+    buf = bytearray(max(size, 1))
+    _check(get(prog, buf), f"nvrtcGet{what}")
+    return bytes(buf)
+
+
+def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id="") -> CompiledProgram:
+    from cuda.bindings import nvrtc
+
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        for n in names:
+            _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n!r})")
+        bopts = [o.encode() for o in opts]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
+        log = _nvrtc_output(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, "ProgramLog")
+        log = log.rstrip(b"\x00").decode(errors="replace").strip()
+        if int(err) != 0:
+            if "nv_mangled_name" in log or "name expression" in log:
+                raise CompileError(
+                    f"{label}: kernel_name {', '.join(map(repr, names))} names no __global__ function in the "
+                    "source (a template needs its parameter, e.g. 'k<T>'). NVRTC said:\n" + log
+                )
+            raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}:\n{log}")
+        lowered = {}
+        for n in names:
+            res = nvrtc.nvrtcGetLoweredName(prog, n.encode())
+            if int(res[0]) != 0:
+                raise CompileError(
+                    f"{label}: kernel_name {n!r} names no __global__ function in the source "
+                    "(for a template, the name expression must instantiate it, e.g. 'k<float>')"
+                )
+            lowered[n] = res[1].decode() if isinstance(res[1], bytes) else str(res[1])
+        ptx = _nvrtc_output(prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "PTX")
+        cubin = _nvrtc_output(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "CUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompiledProgram(ptx=ptx.rstrip(b"\x00"), cubin=cubin, lowered=lowered, arch=arch,
+                           nvrtc_version=version, log=log, key=key, from_cache=False, toolchain=toolchain_id)

@@ -1,0 +1,31 @@
+"""Exception types. Every message names the op, the field or argument, and the fix."""
+
+from __future__ import annotations
+
+
+class SpecError(ValueError):
+    """An authoring mistake in a :class:`~trt_kernels.KernelSpec` or its registration."""
+
+
+class KernelABIError(SpecError):
+    """The compiled kernel's parameter list does not match the spec's calling convention."""
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected the kernel source; the message carries NVRTC's log."""
+
+
+class NoCudaDeviceError(RuntimeError):
+    """An eager launch was asked for where no CUDA device is usable."""
+
+
+class InputError(ValueError):
+    """Bad arguments at call time (device, dtype, rank, sizes); nothing was launched."""
+
+
+class LaunchError(RuntimeError):
+    """The CUDA driver refused to load or launch the kernel."""
+
+
+class PtxVersionError(RuntimeError):
+    """PTX written by an NVRTC newer than the CUDA driver can load."""

@@ -1,0 +1,293 @@
+"""Small symbolic integer expressions over the inputs' sizes.
+
+Authors write them with :class:`Numel` and :class:`DimSize` (which name an
+input) combined with ``+ - * //`` and :func:`cdiv` / :func:`maximum` /
+:func:`minimum`. They are used for kernel extras, output shapes and custom
+launch geometry.
+
+Inside the plan, names are resolved to positions in the tensor-only input
+list and axes are made non-negative for the input's rank; those *resolved*
+nodes (:class:`Dim`, :class:`NumelOf`, :class:`Const`, :class:`BinOp`) are
+what the evaluators see. One expression tree has three interpreters
+(DESIGN.md): Python ints for eager launches, torch SymInts for the fake
+impl, TensorRT shape expressions for the plugin. Each is a small
+:class:`Evaluator`; :func:`evaluate` walks a tree with one of them.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, Union
+
+
+class Expr:
+    """Base of every expression node; gives the arithmetic operators."""
+
+    __slots__ = ()
+
+    def __add__(self, other: "ExprLike") -> "Expr":
+        return BinOp("add", self, lift(other))
+
+    def __radd__(self, other: "ExprLike") -> "Expr":
+        return BinOp("add", lift(other), self)
+
+    def __sub__(self, other: "ExprLike") -> "Expr":
+        return BinOp("sub", self, lift(other))
+
+    def __rsub__(self, other: "ExprLike") -> "Expr":
+        return BinOp("sub", lift(other), self)
+
+    def __mul__(self, other: "ExprLike") -> "Expr":
+        return BinOp("mul", self, lift(other))
+
+    def __rmul__(self, other: "ExprLike") -> "Expr":
+        return BinOp("mul", lift(other), self)
+
+    def __floordiv__(self, other: "ExprLike") -> "Expr":
+        return BinOp("floordiv", self, lift(other))
+
+    def __rfloordiv__(self, other: "ExprLike") -> "Expr":
+        return BinOp("floordiv", lift(other), self)
+
+
+ExprLike = Union[Expr, int]
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Numel(Expr):
+    """``inputs[input_name].numel()``; as an extra, passed to the kernel as a C ``int``.
+
+    ``input_name`` is a tensor input's name, or its position among the tensor inputs.
+    """
+
+    input_name: Union[str, int]
+
+    def __str__(self) -> str:
+        return f"Numel({self.input_name!r})"
+
+
+@dataclass(frozen=True)
+class DimSize(Expr):
+    """``inputs[input_name].shape[axis]`` (negative axes allowed)."""
+
+    input_name: Union[str, int]
+    axis: int
+
+    def __str__(self) -> str:
+        return f"DimSize({self.input_name!r}, {self.axis})"
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    op: str  # add sub mul floordiv cdiv max min
+    lhs: Expr
+    rhs: Expr
+
+    def __str__(self) -> str:
+        sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(self.op)
+        if sym:
+            return f"({self.lhs} {sym} {self.rhs})"
+        return f"{self.op}({self.lhs}, {self.rhs})"
+
+
+# ----- resolved leaves (what evaluators see) -----
+
+
+@dataclass(frozen=True)
+class Dim(Expr):
+    """Size of axis ``axis`` (>= 0) of tensor input number ``tensor``."""
+
+    tensor: int
+    axis: int
+
+    def __str__(self) -> str:
+        return f"in{self.tensor}.shape[{self.axis}]"
+
+
+@dataclass(frozen=True)
+class NumelOf(Expr):
+    tensor: int
+
+    def __str__(self) -> str:
+        return f"in{self.tensor}.numel()"
+
+
+def lift(value: ExprLike) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"expected an int or a trt_kernels expression (Numel, DimSize, ...), got {value!r}"
+        )
+    return Const(value)
+
+
+def cdiv(a: ExprLike, b: ExprLike) -> Expr:
+    """Ceiling division ``(a + b - 1) // b`` for non-negative sizes."""
+    return BinOp("cdiv", lift(a), lift(b))
+
+
+def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    return BinOp("max", lift(a), lift(b))
+
+
+def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    return BinOp("min", lift(a), lift(b))
+
+
+# ----- rewriting -----
+
+
+def leaves(e: Expr):
+    """Yield the leaf nodes of ``e``."""
+    if isinstance(e, BinOp):
+        yield from leaves(e.lhs)
+        yield from leaves(e.rhs)
+    else:
+        yield e
+
+
+def resolve(e: Expr, leaf: Callable[[Expr], Expr]) -> Expr:
+    """Rebuild ``e`` with each non-constant leaf replaced by ``leaf(node)``; folds constants."""
+    if isinstance(e, BinOp):
+        return binop(e.op, resolve(e.lhs, leaf), resolve(e.rhs, leaf))
+    if isinstance(e, Const):
+        return e
+    return leaf(e)
+
+
+_INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "cdiv": lambda a, b: -(-a // b),
+    "max": max,
+    "min": min,
+}
+
+
+def binop(op: str, a: Expr, b: Expr) -> Expr:
+    """A simplifying constructor: folds constants and drops ``x*1``, ``x+0``, ``x//1``."""
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(_INT_OPS[op](a.value, b.value))
+    if isinstance(b, Const):
+        if b.value == 1 and op in ("mul", "floordiv", "cdiv"):
+            return a
+        if b.value == 0 and op in ("add", "sub"):
+            return a
+    if isinstance(a, Const):
+        if a.value == 1 and op == "mul":
+            return b
+        if a.value == 0 and op == "add":
+            return b
+    return BinOp(op, a, b)
+
+
+def product(items: Sequence[Expr]) -> Expr:
+    out: Expr = Const(1)
+    for item in items:
+        out = binop("mul", out, item)
+    return out
+
+
+# ----- evaluation -----
+
+
+class Evaluator:
+    """One interpretation of resolved expressions. Subclasses give leaves and operations."""
+
+    def const(self, value: int) -> Any:
+        return value
+
+    def dim(self, tensor: int, axis: int) -> Any:
+        raise NotImplementedError
+
+    def numel(self, tensor: int) -> Any:
+        raise NotImplementedError
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def sub(self, a: Any, b: Any) -> Any:
+        return a - b
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return a * b
+
+    def floordiv(self, a: Any, b: Any) -> Any:
+        return a // b
+
+    def cdiv(self, a: Any, b: Any) -> Any:
+        return (a + b - 1) // b
+
+    def max(self, a: Any, b: Any) -> Any:
+        return max(a, b)
+
+    def min(self, a: Any, b: Any) -> Any:
+        return min(a, b)
+
+
+def evaluate(e: Expr, ev: Evaluator) -> Any:
+    if isinstance(e, BinOp):
+        return getattr(ev, e.op)(evaluate(e.lhs, ev), evaluate(e.rhs, ev))
+    if isinstance(e, Const):
+        return ev.const(e.value)
+    if isinstance(e, Dim):
+        return ev.dim(e.tensor, e.axis)
+    if isinstance(e, NumelOf):
+        return ev.numel(e.tensor)
+    raise TypeError(f"unresolved expression node {e!r}; resolve names against the spec first")
+
+
+class ShapeEvaluator(Evaluator):
+    """Evaluates over objects with ``.shape`` and ``.numel()``: ints for real tensors,
+    SymInts for fake ones (the fake impl under ``torch.compile`` / ``torch.export``)."""
+
+    def __init__(self, tensors: Sequence[Any]):
+        self.tensors = tensors
+
+    def dim(self, tensor: int, axis: int) -> Any:
+        return self.tensors[tensor].shape[axis]
+
+    def numel(self, tensor: int) -> Any:
+        return self.tensors[tensor].numel()
+
+    def max(self, a: Any, b: Any) -> Any:
+        if isinstance(a, int) and isinstance(b, int):
+            return max(a, b)
+        import torch
+
+        return torch.sym_max(a, b)
+
+    def min(self, a: Any, b: Any) -> Any:
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        import torch
+
+        return torch.sym_min(a, b)
+
+
+class SizesEvaluator(Evaluator):
+    """Evaluates over plain shape tuples (used by tests and the replay checker)."""
+
+    def __init__(self, shapes: Sequence[Sequence[int]]):
+        self.shapes = shapes
+
+    def dim(self, tensor: int, axis: int) -> int:
+        return int(self.shapes[tensor][axis])
+
+    def numel(self, tensor: int) -> int:
+        n = 1
+        for s in self.shapes[tensor]:
+            n *= int(s)
+        return n
