@@ -2,10 +2,17 @@
 
 This package is where ``tensorrt`` is imported; the core never does. The TensorRT side
 is initialised the first time an op is declared (or by :func:`init`): if ``tensorrt``
-with a usable QDP layer (TensorRT 10.15+ or 11.x; 10.14.x had a bug that broke QDP
-plugins) and ``torch_tensorrt`` import, every op declared so far and every later one
+with a usable QDP layer (TensorRT 10.15 or newer; Torch-TensorRT reports 10.14 broken for
+QDP plugins) and ``torch_tensorrt`` import, every op declared so far and every later one
 gets a plugin and a converter. Otherwise ops stay eager-only and the reason is logged
 once and reported by :func:`tensorrt_status` (and ``trt-kernels status``).
+
+Which TensorRT a user has comes from their Torch-TensorRT, which pins it per release
+(:data:`PAIRINGS`): torch 2.11 means Torch-TensorRT 2.11 over TensorRT 10.15.1. Torch-TensorRT
+2.11 sets ``ENABLED_FEATURES.qdp_plugin = False`` on TensorRT 10.14/10.15; that flag gates only
+its own plugin generators (``custom_op``, ``generate_plugin``, ``generate_plugin_converter``),
+which this package does not use: its converters add their layers with ``network.add_plugin``
+themselves. So the flag is reported as a note, not taken as "QDP unusable".
 """
 
 from __future__ import annotations
@@ -29,14 +36,35 @@ def _version_tuple(v: str):
     return tuple(out)
 
 
+#: Torch-TensorRT release (major, minor) -> the TensorRT versions it requires (its wheel's
+#: Requires-Dist on tensorrt-cu13-bindings/-libs), as (lowest, below); each pins torch to its own minor
+PAIRINGS = {(2, 11): ("10.15.1", "10.16"), (2, 12): ("10.16.1", "10.17"), (2, 13): ("11.0.0", "11.1"),
+            (2, 14): ("11.1.0", "11.2")}
+
+
 def qdp_usable(version: str) -> Optional[str]:
     """None if TensorRT ``version`` has a usable QDP AOT layer, else the reason it has not."""
     t = _version_tuple(version)
     if t[:2] == (10, 14):
-        return f"TensorRT {version} has a bug that breaks QDP plugins; use 10.15+ or 11.x"
+        return (f"TensorRT {version}: Torch-TensorRT reports 10.14 broken for QDP plugins; install the TensorRT "
+                "your Torch-TensorRT requires (torch 2.11: torch-tensorrt 2.11 with TensorRT 10.15.1)")
     if t < (10, 15, 0):
-        return f"TensorRT {version} is too old for AOT QDP plugins; use 10.15+ or 11.x"
+        return (f"TensorRT {version} is too old for this package's AOT QDP plugins; install the TensorRT your "
+                "Torch-TensorRT requires (torch 2.11: torch-tensorrt 2.11 with TensorRT 10.15.1)")
     return None
+
+
+def pairing_problem(trt_version: str, torch_tensorrt_version: str) -> Optional[str]:
+    """Why this TensorRT is not the one this Torch-TensorRT requires, or None (also for releases not
+    in :data:`PAIRINGS`)."""
+    want = PAIRINGS.get(_version_tuple(torch_tensorrt_version)[:2])
+    if want is None or not trt_version:
+        return None
+    lo, below = want
+    if _version_tuple(lo) <= _version_tuple(trt_version) < _version_tuple(below):
+        return None
+    return (f"torch_tensorrt {torch_tensorrt_version} requires TensorRT >={lo},<{below} but TensorRT {trt_version} "
+            f"is installed: pip install 'tensorrt-cu13>={lo},<{below}' (or the torch-tensorrt release paired with it)")
 
 
 def _installed(name: str) -> bool:
@@ -75,10 +103,21 @@ def _probe():
         import torch_tensorrt
     except Exception as e:  # noqa: BLE001
         return None, f"torch_tensorrt does not import: {type(e).__name__}: {e}"
+    return (trt, trtp, torch_tensorrt), None
+
+
+def _notes(trt, torch_tensorrt) -> str:
+    """What a user should know about this TensorRT / Torch-TensorRT pair (not reasons to refuse)."""
+    notes = []
     features = getattr(torch_tensorrt, "ENABLED_FEATURES", None)
     if features is not None and not getattr(features, "qdp_plugin", True):
-        return None, "torch_tensorrt reports ENABLED_FEATURES.qdp_plugin = False"
-    return (trt, trtp), None
+        notes.append("torch_tensorrt reports ENABLED_FEATURES.qdp_plugin = False: its own plugin generators "
+                     "(custom_op, generate_plugin) are off; trt_kernels' converters add plugin layers themselves "
+                     "and are not affected")
+    problem = pairing_problem(getattr(trt, "__version__", ""), getattr(torch_tensorrt, "__version__", ""))
+    if problem:
+        notes.append(problem)
+    return "; ".join(notes)
 
 
 # op name -> (plugin signature, PluginBuilder, status) of the QDP plugin registered under that name.
@@ -169,7 +208,11 @@ def init(force: bool = False) -> bool:
             if first:
                 _LOG.info("trt_kernels: ops are eager-only: %s", reason)
             return False
-        _STATE.update(available="yes", reason="", _modules=mods)
+        _STATE.update(available="yes", reason="", _modules=mods[:2])
+        notes = _notes(mods[0], mods[2])
+        if notes:
+            _STATE["notes"] = notes
+            _LOG.info("trt_kernels: %s", notes)
         emulated = _emulated(mods[0])
         if emulated:  # trt_kernels.testing's emulator: say so wherever the state is shown
             _STATE["backend"] = emulated

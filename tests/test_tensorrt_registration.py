@@ -95,3 +95,28 @@ def test_init_after_the_fact_registers_earlier_ops(trt_side):
                                         ("11.4.0.106", True), ("10.16.2", True)])
 def test_qdp_version_gate(version, ok):
     assert (qdp_usable(version) is None) == ok
+
+
+def test_torch_tensorrt_qdp_flag_off_is_a_note_not_a_refusal(trt_side, monkeypatch):
+    """Torch-TensorRT 2.11 turns ENABLED_FEATURES.qdp_plugin off on TensorRT 10.14/10.15; that gates only its
+    own plugin generators. Our converters add plugin layers themselves: ops still get plugin and converter."""
+    env, converters = trt_side
+    monkeypatch.setattr(sys.modules["torch_tensorrt"], "ENABLED_FEATURES", types.SimpleNamespace(qdp_plugin=False))
+    name = unique("ttk_reg")
+    ttk.cuda_kernel_op(name, scale_spec())
+    st = plugins.tensorrt_status()
+    assert st["available"] == "yes" and "qdp_plugin = False" in st["notes"] and "not affected" in st["notes"]
+    kop = registry.get(name)
+    assert kop.trt["aot"] == "yes" and kop.overload in converters
+
+
+@pytest.mark.parametrize("trt,ttrt,ok", [
+    ("10.15.1.29", "2.11.0", True), ("11.4.0.106", "2.11.0", False), ("10.14.1.48", "2.11.0", False),
+    ("11.0.0.114", "2.13.0", True), ("10.15.1.29", "2.13.0", False), ("11.1.0.106", "2.14.0", True),
+    ("10.16.1.11", "2.12.1", True), ("11.4.0.106", "2.99.0", True),  # a release the table does not know: no claim
+])
+def test_pairing_follows_torch_tensorrt_requirements(trt, ttrt, ok):
+    problem = plugins.pairing_problem(trt, ttrt)
+    assert (problem is None) == ok
+    if problem:
+        assert f"torch_tensorrt {ttrt} requires TensorRT" in problem and "pip install" in problem

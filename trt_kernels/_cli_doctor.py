@@ -254,16 +254,23 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     side = f.get("tensorrt_side") or {}
     trt_v = f.get("tensorrt_module") or d.get("tensorrt") or d.get("tensorrt-cu13") or d.get("tensorrt-cu12")
     ttrt_v = f.get("torch_tensorrt_module") or d.get("torch-tensorrt")
+    from .plugins import pairing_problem
+
+    torch_mm = ".".join(str(f.get("torch", "")).split("+")[0].split(".")[:2])
+    pair_fix = (f"pip install 'torch-tensorrt=={torch_mm}.*' (it pins the TensorRT it was built for; "
+                "torch 2.11 -> TensorRT 10.15.1, 2.12 -> 10.16.1, 2.13 -> 11.0, 2.14 -> 11.1)")
     if side.get("available") == "yes":
-        add("TensorRT", "ok", f"tensorrt {trt_v}, torch_tensorrt {ttrt_v}: QDP plugins usable"
-            + (f" [{side['backend']}]" if side.get("backend") else ""))
+        problem = pairing_problem(str(trt_v or ""), str(ttrt_v or ""))
+        add("TensorRT", "warn" if problem else "ok", f"tensorrt {trt_v}, torch_tensorrt {ttrt_v}: QDP plugins usable"
+            + (f" [{side['backend']}]" if side.get("backend") else "")
+            + (f"; note: {side['notes']}" if side.get("notes") else ""), pair_fix if problem else "")
     else:
         bind = d.get("tensorrt-cu13-bindings") or d.get("tensorrt-cu12-bindings")
         add("TensorRT", "note", f"tensorrt {trt_v or 'not installed'}"
             + (f" (bindings wheel {bind} without the native libraries)" if bind and not trt_v else "")
             + f", torch_tensorrt {ttrt_v or 'not installed'}: "
             f"ops stay eager-only ({side.get('reason') or side.get('available')})",
-            "pip install 'trt-kernels[tensorrt]' (TensorRT 10.15+ or 11.x) for plugins and converters")
+            "pip install 'trt-kernels[tensorrt]' " + pair_fix)
     st = f.get("standin")
     add("AOT/JIT replay tier", "ok" if st is None and gpus else "note",
         "can run (NVIDIA's tensorrt.plugin over the emulator)" if st is None and gpus else

@@ -48,6 +48,8 @@ def format_status() -> str:
     lines = [f"TensorRT side: {'available' if trt.get('available') == 'yes' else 'not available'}"
              + (f" ({trt['reason']})" if trt.get("reason") else "")
              + (f" [{trt['backend']}]" if trt.get("backend") else "")]
+    if trt.get("notes"):
+        lines.append(f"    note: {trt['notes']}")
     rows = status(trt)
     if not rows:
         lines.append("no ops registered")
