@@ -11,6 +11,8 @@ says why and runs the eager half only.
 Run: ``python examples/cuda_kernel_op.py`` (needs a CUDA GPU).
 """
 
+import sys
+
 import cuda.core  # noqa: F401
 import torch
 from cuda.core import Device as _Device
@@ -339,7 +341,7 @@ def _tensorrt_half() -> None:
     if TRT_MISSING is None:
         import tensorrt
 
-        what = "libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        what = f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
         TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what})"
         return
     why = emulation_unavailable_reason()
@@ -350,7 +352,8 @@ def _tensorrt_half() -> None:
     import tensorrt.plugin as trtp  # noqa: F811 - case 6's aot_fn uses it
 
     TRT_MISSING = None
-    TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, libnvinfer emulated)"
+    TRT_LABEL = (f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, "
+                 f"TensorRT {sys.modules['tensorrt'].__version__} API, libnvinfer emulated)")
 
 
 def main() -> int:

@@ -101,7 +101,8 @@ def main() -> int:
         env = testing.fresh_process_env()
     import torch_tensorrt
 
-    label = "libnvinfer emulated" if emulated else f"TensorRT {sys.modules['tensorrt'].__version__}"
+    trt_version = sys.modules["tensorrt"].__version__
+    label = f"TensorRT {trt_version} API, libnvinfer emulated" if emulated else f"TensorRT {trt_version}"
     label = f"(Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {label})"
     trt_model = torch_tensorrt.compile(Model().eval(), ir="dynamo", inputs=[x],
                                        enabled_precisions={torch.float32}, min_block_size=1)

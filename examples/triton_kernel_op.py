@@ -10,6 +10,8 @@ mixes both Triton ops with a CUDA C++ op into one engine.
 Run: ``python examples/triton_kernel_op.py`` (needs a CUDA GPU and ``pip install 'trt-kernels[triton]'``).
 """
 
+import sys
+
 import torch
 import triton
 import triton.language as tl
@@ -117,7 +119,7 @@ def tensorrt_half() -> bool:
 
         from trt_kernels.testing import is_emulated
 
-        what = "libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        what = f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
         label = f"Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what}"
     except Exception as e:  # noqa: BLE001
         from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason
@@ -127,7 +129,8 @@ def tensorrt_half() -> bool:
             print(f"[TensorRT] skipped: {type(e).__name__}: {e}; emulated tier unavailable too: {why}")
             return True
         _, torch_tensorrt = emulate_tensorrt()
-        label = f"Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, libnvinfer emulated"
+        label = (f"Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, "
+                 f"TensorRT {sys.modules['tensorrt'].__version__} API, libnvinfer emulated")
     x, w = torch.randn(16, 512, device="cuda"), torch.randn(512, device="cuda")
     trt_model = torch_tensorrt.compile(Mixed().cuda().eval(), ir="dynamo", inputs=[x, w], min_block_size=1,
                                        enabled_precisions={torch.float32})

@@ -117,7 +117,7 @@ def load() -> types.ModuleType:
         nspec.loader.exec_module(native)
         pspec.loader.exec_module(pkg)  # NVIDIA's __init__: "from .tensorrt import *" finds the emulator
         pkg.tensorrt = native
-        pkg.__emulated__ = f"libnvinfer {version} emulated by trt_kernels.testing (not TensorRT)"
+        pkg.__emulated__ = f"libnvinfer emulated (TensorRT {version} Python API) by trt_kernels.testing, not TensorRT"
         pkg.__getattr__ = _strict_getattr
         return pkg
     except BaseException:
