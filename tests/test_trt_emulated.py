@@ -257,6 +257,53 @@ def test_save_load_in_process_and_in_a_fresh_process_without_trt_kernels(tt, ex,
     assert "without trt_kernels: OK" in r.stdout
 
 
+RUN_ENGINE = textwrap.dedent("""
+    import sys, torch
+    import tensorrt as trt
+    blob, x = open(sys.argv[1], "rb").read(), torch.load(sys.argv[2]).cuda()
+    engine = trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(blob)
+    assert engine is not None
+    ctx = engine.create_execution_context()
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    (inp,) = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+    (out,) = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+    stream = torch.cuda.Stream()
+    for rows in (x.shape[0], 1, 7):  # the engine's dynamic batch
+        xi = x[:rows].contiguous()
+        assert ctx.set_input_shape(inp, tuple(xi.shape))
+        y = torch.empty(tuple(ctx.get_tensor_shape(out)), device="cuda")
+        assert ctx.set_tensor_address(inp, xi.data_ptr()) and ctx.set_tensor_address(out, y.data_ptr())
+        assert ctx.execute_async_v3(stream.cuda_stream)
+        stream.synchronize()
+        ref = torch.sin(0.75 * xi) + torch.cos(0.75 * xi)
+        torch.testing.assert_close(y, ref, atol=1e-4, rtol=1e-4)
+    loaded = sorted(k for k in sys.modules if k.split(".")[0] in ("trt_kernels", "torch_tensorrt"))
+    assert not loaded, loaded
+    print("plain tensorrt Runtime:", trt.__emulated__, "- ran the engine without trt_kernels or torch_tensorrt: OK")
+""")
+
+
+def test_serialized_engine_runs_on_plain_tensorrt_runtime_in_a_fresh_process(tt, ex, tmp_path):
+    """convert_exported_program_to_serialized_trt_engine gives raw engine bytes; a process that imports
+    neither trt_kernels nor torch_tensorrt runs them with tensorrt's Runtime, an execution context and
+    execute_async_v3 on torch tensors (the AOT plugin layers carry their PTX)."""
+    from trt_kernels.testing import fresh_process_env
+
+    x = torch.randn(16, 257, device="cuda")
+    batch = torch.export.Dim("batch", min=1, max=32)
+    ep = torch.export.export(_Chain(), (x,), dynamic_shapes={"x": {0: batch}})
+    dyn = tt[1].Input(min_shape=(1, 257), opt_shape=(16, 257), max_shape=(32, 257), dtype=torch.float32)
+    blob = tt[1].dynamo.convert_exported_program_to_serialized_trt_engine(
+        ep, inputs=[dyn], enabled_precisions={torch.float32}, min_block_size=1)
+    assert isinstance(blob, (bytes, bytearray)) and len(blob) > 0
+    (tmp_path / "chain.plan").write_bytes(bytes(blob))
+    torch.save(x.cpu(), tmp_path / "x.pt")
+    r = subprocess.run([sys.executable, "-c", RUN_ENGINE, str(tmp_path / "chain.plan"), str(tmp_path / "x.pt")],
+                       env=fresh_process_env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-4000:]
+    assert "without trt_kernels or torch_tensorrt: OK" in r.stdout
+
+
 def test_jit_layer_needs_its_plugin_in_the_reloading_process(tt, tmp_path):
     """A JIT-only op's engine holds the plugin id, not the kernel: a process without trt_kernels
     cannot run it, and says which plugin it needs (as real TensorRT does)."""
