@@ -301,7 +301,11 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
     try:
         for n in names:
-            _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n!r})")
+            try:
+                _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), f"nvrtcAddNameExpression({n!r})")
+            except CompileError as e:
+                raise CompileError(f"{label}: kernel_name {n!r} is not a name expression NVRTC takes ({e}). "
+                                   "Fix: name the __global__ function, e.g. 'my_kernel' or 'k<T>'") from None
         bopts = [o.encode() for o in opts]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
         log = _nvrtc_output(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, "ProgramLog")
