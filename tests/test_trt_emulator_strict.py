@@ -4,11 +4,16 @@
 a. runtime dimensions reach autotune / configure_plugin / aot_impl as -1 (the profile in min/opt/max);
 b. every advertised tactic's aot_impl runs at build, the chosen one is what the engine keeps;
 c. each tactic's PTX is loaded at build (the driver on a GPU, its structure on the CPU);
+d. a zero grid or block dimension fails the enqueue (execute_async_v3 returns False and logs);
 e. launch limits are checked at build against the build device at the profile's min/opt/max;
+f. set_tensor_address refuses an address that is not 256-byte aligned;
+g. an engine records TensorRT's version and the build device's compute capability, and another
+   version or device is refused when deserializing, in TensorRT's words;
 h. custom tactics must be unique and positive, plugin outputs cannot be BOOL/UINT8, and dimension
    expressions from another build are refused.
 
-CPU tests; they also run on a GPU machine, where the build loads PTX through the driver."""
+CPU tests; they also run on a GPU machine, where the build loads PTX through the driver. The
+``gpu``-marked tests run engines."""
 
 import uuid
 from typing import List, Tuple, Union
@@ -248,6 +253,60 @@ def test_ptx_structure_check_without_a_gpu(qdp):
 
 
 # ------------------------------------------------------------------------------------------------
+# d. a zero grid or block dimension fails the enqueue
+
+
+def _shrinking_grid(trtp):
+    """grid_x = batch - 1: zero at batch 1, while the tensors are not empty."""
+    def aot(x, outputs, tactic):
+        launch = trtp.KernelLaunchParams()
+        launch.grid_x = x.shape_expr[0] - 1
+        launch.block_x = 32
+        return "k", ptx("k"), launch, trtp.SymIntExprs(0)
+
+    return aot
+
+
+def test_zero_grid_fails_the_enqueue(qdp):
+    trtp, ns = qdp.trtp, _ns()
+    pid = register(trtp, ns, aot=_shrinking_grid(trtp))
+    builder, net, cfg, _ = network(qdp, pid, (-1, 4), ((1, 4), (2, 4), (8, 4)))
+    blob = builder.build_serialized_network(net, cfg)  # zero only at run time: the build cannot know
+    assert blob is not None
+    engine = qdp.trt.Runtime(qdp.trt.Logger()).deserialize_cuda_engine(blob)
+    ctx = engine.create_execution_context()
+    assert ctx.set_input_shape("x", (1, 4))
+    assert ctx.set_tensor_address("x", 0x10000) and ctx.set_tensor_address("y", 0x20000)
+    before = len(qdp.log)
+    assert ctx.execute_async_v3(0) is False  # checked before anything is enqueued: no GPU needed
+    log = " ".join(messages(qdp, before))
+    assert "IExecutionContext::enqueueV3" in log and "grid (0, 1, 1) has a zero dimension (CUDA_ERROR_INVALID_VALUE)" in log
+
+
+@pytest.mark.gpu
+def test_zero_grid_fails_the_enqueue_on_the_gpu(qdp):
+    import torch
+
+    trtp, ns = qdp.trtp, _ns()
+    pid = register(trtp, ns, aot=_shrinking_grid(trtp))
+    builder, net, cfg, _ = network(qdp, pid, (-1, 4), ((1, 4), (2, 4), (8, 4)))
+    engine = qdp.trt.Runtime(qdp.trt.Logger()).deserialize_cuda_engine(builder.build_serialized_network(net, cfg))
+    ctx = engine.create_execution_context()
+    stream = torch.cuda.current_stream().cuda_stream
+    for batch, ok in ((2, True), (1, False)):
+        x = torch.zeros(batch, 4, device="cuda")
+        y = torch.full((batch, 4), float("nan"), device="cuda")
+        assert ctx.set_input_shape("x", (batch, 4))
+        assert ctx.set_tensor_address("x", x.data_ptr()) and ctx.set_tensor_address("y", y.data_ptr())
+        before = len(qdp.log)
+        assert ctx.execute_async_v3(stream) is ok
+        torch.cuda.synchronize()
+        assert torch.isnan(y).all()  # the empty kernel writes nothing; a refused launch neither
+        if not ok:
+            assert any("has a zero dimension" in m for m in messages(qdp, before))
+
+
+# ------------------------------------------------------------------------------------------------
 # e. launch limits are checked at build, at the profile's min/opt/max
 
 
@@ -299,6 +358,59 @@ def test_launches_within_the_limits_build(qdp):
                                              shared_mem=lambda x: x.shape_expr[1] * 4))
     builder, net, cfg, _ = network(qdp, pid, (-1, -1), ((1, 1), (100, 1000), (65535, 12288)))
     assert builder.build_serialized_network(net, cfg) is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# f. set_tensor_address checks alignment
+
+
+def test_set_tensor_address_needs_256_byte_alignment(qdp):
+    trtp, ns = qdp.trtp, _ns()
+    pid = register(trtp, ns)
+    builder, net, cfg, _ = network(qdp, pid, (4, 8))
+    ctx = qdp.trt.Runtime(qdp.trt.Logger()).deserialize_cuda_engine(
+        builder.build_serialized_network(net, cfg)).create_execution_context()
+    before = len(qdp.log)
+    assert ctx.set_tensor_address("x", 0x10000 + 16) is False
+    assert ctx.get_tensor_address("x") == 0
+    assert ctx.set_tensor_address("nope", 0x10000) is False
+    log = messages(qdp, before)
+    assert len(log) == 2 and all(m.startswith("IExecutionContext::setTensorAddress: Error Code 3: API Usage Error "
+                                              "(Parameter check failed, condition: ") for m in log)
+    assert "256-byte aligned" in log[0] and "'nope'" in log[1]
+    assert ctx.set_tensor_address("x", 0x10000 + 256) and ctx.get_tensor_address("x") == 0x10100
+    assert ctx.set_tensor_address("y", 0)  # a null address (an empty tensor's) is aligned
+
+
+# ------------------------------------------------------------------------------------------------
+# g. the engine records TensorRT's version and the build device; deserializing checks both
+
+
+def test_engines_record_version_and_device_and_refuse_others(qdp):
+    trt, native = qdp.trt, qdp.native
+    pid = register(qdp.trtp, _ns())
+    builder, net, cfg, _ = network(qdp, pid, (4, 8))
+    blob = bytes(builder.build_serialized_network(net, cfg))
+    plan = native._format.decode(blob)
+    version, compute = native._version.VERSION, native._device.current().compute
+    assert plan["tensorrt_version"] == version == trt.__version__
+    assert plan["compute_capability"] == compute
+    if not native._device.current().gpu:
+        assert compute == "9.0"  # a build without a GPU targets sm_90
+    rt = trt.Runtime(trt.Logger())
+    assert rt.deserialize_cuda_engine(blob) is not None
+
+    other = "11.0.0.114" if version != "11.0.0.114" else "10.15.1.29"
+    before = len(qdp.log)
+    assert rt.deserialize_cuda_engine(native._format.encode(dict(plan, tensorrt_version=other))) is None
+    assert messages(qdp, before) == [
+        "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The engine plan file is not compatible with "
+        f"this version of TensorRT, expecting library version {version} got {other}, please rebuild.)"]
+    before = len(qdp.log)
+    assert rt.deserialize_cuda_engine(native._format.encode(dict(plan, compute_capability="8.6"))) is None
+    assert messages(qdp, before) == [
+        "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The engine plan file is generated on an "
+        f"incompatible device, expecting compute {compute} got compute 8.6, please rebuild.)"]
 
 
 # ------------------------------------------------------------------------------------------------
