@@ -101,6 +101,9 @@ class BuildResult:
     launch: Dict[str, Any] = dataclasses.field(default_factory=dict)
     extra_args: List[Tuple[Any, Any]] = dataclasses.field(default_factory=list)
     serialized_fields: Optional[List[Any]] = None
+    #: AOT tactics the build skipped (their PTX did not load or their launch exceeds the device's
+    #: limits somewhere in the profile), with the reason
+    skipped_tactics: Dict[int, str] = dataclasses.field(default_factory=dict)
     _native: Any = None
 
     def evaluate(self, expr: Any, bindings: Optional[Mapping[str, int]] = None) -> Any:
@@ -252,8 +255,10 @@ class Standin:
         """Build a network of one plugin layer (``network.add_plugin(trtp.op.ns.name(*inputs, **attrs),
         aot=aot)``) with the emulator's builder, exactly as an engine build drives the plugin. ``inputs``
         gives ``(dtype, concrete shape)`` per input; their dimensions reach the plugin as symbols (as
-        dynamic dimensions do) unless ``static``. ``tactic`` pins one (else the first: no timing).
-        Errors propagate as exceptions (an engine build would log them and return None)."""
+        dynamic dimensions do: ``-1`` in its tensor descriptors, the shape as the profile's min, opt and
+        max) unless ``static``. Every advertised tactic's ``aot_impl`` runs; ``tactic`` pins one (else the
+        first that can run: no timing). Errors propagate as exceptions (an engine build would log them
+        and return None)."""
         if not inputs:
             raise ValueError("inputs=[(dtype, shape), ...] is required")
         trt, native = self.trt, self.native
@@ -287,7 +292,8 @@ class Standin:
             output_shape_exprs=live["out_exprs"],
             output_shapes=[tuple(e._evaluate(bindings) for e in ex) for ex in live["out_exprs"]],
             combinations=live["combinations"], chosen_combination=live["chosen"], tactics=live["tactics"],
-            tactic=live["tactic"], bindings=bindings, engine=native._format.encode(plan), _native=native)
+            tactic=live["tactic"], bindings=bindings, engine=native._format.encode(plan),
+            skipped_tactics=dict(live["skipped"]), _native=native)
         if res.is_aot:
             res.kernel_name, res.ptx = live["kernel_name"], live["ptx"]
             res.launch, res.extra_args = live["launch"], live["extra_args"]

@@ -86,6 +86,15 @@ def test_seed_case_runs_inside_the_engine(tt, ex, case):
     _check(trt_model(*fresh), model(*fresh))
 
 
+def test_engine_records_the_tensorrt_version_and_the_gpu(tt, ex):
+    """What deserialize_cuda_engine checks, as TensorRT does: the library version and the compute capability."""
+    x = torch.randn(4, 128, device="cuda")
+    (engine,) = emu.engines(emu.compile_trt(tt, ex.SigmoidModel(), [x]))
+    major, minor = torch.cuda.get_device_capability()
+    assert engine._plan["tensorrt_version"] == tt[0].__version__
+    assert engine._plan["compute_capability"] == f"{major}.{minor}"
+
+
 def test_dynamic_batch_min_opt_max(tt, ex):
     spec = tt[1].Input(min_shape=(1, 300), opt_shape=(8, 300), max_shape=(32, 300), dtype=torch.float32)
     trt_model = emu.compile_trt(tt, ex.RowSumModel(), [spec])

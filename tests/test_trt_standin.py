@@ -212,8 +212,11 @@ def test_build_picks_requested_tactic_and_static_shapes_fold(qdp):
 def test_launch_limits_are_reported(qdp):
     trtp, ns = qdp.trtp, _ns()
     pid = _register_sigmoid(trtp, ns, [])
-    res = qdp.build(pid, [("FP32", (4,))], {"alpha": 1.0, "block": 2048})
-    assert any("block_x=2048" in p for p in res.problems())
+    # a launch CUDA refuses is refused at build: no tactic of the layer can run
+    with pytest.raises(ValueError, match=r"Could not find any implementation.*block \(2048, 1, 1\) has 2048 threads"):
+        qdp.build(pid, [("FP32", (4,))], {"alpha": 1.0, "block": 2048})
+    res = qdp.build(pid, [("FP32", (4,))], {"alpha": 1.0, "block": 256})
+    assert res.problems() == []
     assert any("does not fit in INT32" in p for p in res.problems([(2**31,)]))
 
 

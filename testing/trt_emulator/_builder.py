@@ -7,21 +7,32 @@ tactics, and for AOT plugins ``get_launch_params`` / ``get_kernel``, which run `
 with the input dimensions as symbols, and records what a real engine holds: for an AOT layer
 the kernel name, the PTX, the launch parameters and extra arguments as expressions over the
 input dimensions; for a JIT layer the plugin's name, namespace, version and serialized fields.
-Where a plugin offers several tactics and a GPU is present, each is launched and timed at the
+
+Where TensorRT is strict, so is the build: the plugin sees ``-1`` for every runtime dimension in
+its ``DynamicPluginTensorDesc`` s (the profile in ``min``/``opt``/``max``); every tactic an AOT plugin
+advertises has its ``aot_impl`` run, its PTX loaded (through the driver on a GPU, its structure
+checked without one) and its launch checked against the build device's limits at the profile's
+min/opt/max shapes (``_device``); a tactic that cannot run is skipped with a warning, a layer with
+no tactic left fails; custom tactics must be unique and positive, plugin outputs cannot be BOOL or
+UINT8, and a dimension expression made by another build's ``IExprBuilder`` is refused. Where a
+plugin offers several runnable tactics and a GPU is present, each is launched and timed at the
 profile's ``opt`` shapes on zero-filled buffers and the fastest is kept, as TensorRT times
-tactics (``force_tactic`` in ``trt_kernels.testing`` pins one instead). A failed build
-returns ``None`` and reports the reason through the logger, as TensorRT does.
+tactics; without a GPU (or with ``timing=False``) the first runnable one is kept, and
+``force_tactic`` in ``trt_kernels.testing`` pins one. The plan records the emulated TensorRT
+version and the build device's compute capability. A failed build returns ``None`` and reports
+the reason through the logger, as TensorRT does.
 """
 
 import json
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _cuda
-from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
+from . import _cuda, _device, _ptx, _version
+from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
 from ._enums import (BuilderFlag, DataType, DeviceType, EngineCapability, HardwareCompatibilityLevel, ITEMSIZE,
                      MemoryPoolType, PluginArgDataType, PluginCapabilityType, ProfilingVerbosity, Severity,
                      TensorFormat, TilingOptimizationLevel)
+from ._format import VERSION as FORMAT_VERSION
 from ._format import encode
 from ._logging import report
 from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, INetworkDefinition, IPluginV3Layer, ITensor,
@@ -182,7 +193,7 @@ class Builder(Strict):
 
     def build_serialized_network(self, network: INetworkDefinition, config: IBuilderConfig) -> Optional[IHostMemory]:
         try:
-            plan = _Build(network, config).run()
+            plan = _Build(network, config, logger=self._logger).run()
         except Exception as e:  # noqa: BLE001 - TensorRT reports build failures through the logger
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             report(self._logger, Severity.ERROR, f"Error building the engine (TensorRT emulator): {detail}\n"
@@ -207,21 +218,16 @@ class BuildError(ValueError):
     pass
 
 
-def _expr_json(e) -> Any:
-    if not isinstance(e, IDimensionExpr):
-        raise BuildError(f"{e!r} is not a dimension expression (a fake ShapeExpr or an int leaked out of a plugin?)")
-    return e._to_json()
-
-
 class _Build:
     """One build of ``network`` under ``config``: the engine plan (a JSON-able dict)."""
 
     def __init__(self, network: INetworkDefinition, config: IBuilderConfig,
-                 tactics: Optional[Dict[str, int]] = None, timing: bool = True):
-        self.net, self.cfg = network, config
+                 tactics: Optional[Dict[str, int]] = None, timing: bool = True, logger=None):
+        self.net, self.cfg, self.logger = network, config, logger
         self.forced = dict(FORCED_TACTICS, **(tactics or {}))
         self.timing = timing
-        self.builder = IExprBuilder()
+        self.builder = IExprBuilder()  # this build's own: an expression from another builder is refused
+        self.device = _device.current()  # the GPU built for (sm_90 where there is none): see _device
         self.exprs: Dict[int, List[IDimensionExpr]] = {}  # id(tensor) -> shape expressions
         self.layers: List[Dict[str, Any]] = []
         self.records: List[Dict[str, Any]] = []  # per plugin layer, with live objects (for trt_kernels.testing)
@@ -292,6 +298,12 @@ class _Build:
             plg.get_capability_interface(cap)
         in_types = [t.dtype for t in ins]
         out_types = list(plg.get_output_data_types(in_types, [len(self.exprs[id(t)]) for t in ins]))
+        # NvInferRuntime.h, IPluginV3OneBuild::getOutputDataTypes: "DataType:kBOOL and DataType::kUINT8
+        # are not supported" as plugin output types
+        bad = [f"output {i} is {ty}" for i, ty in enumerate(out_types) if ty in (DataType.BOOL, DataType.UINT8)]
+        if bad:
+            raise BuildError(f"plugin layer {layer.name!r}: {'; '.join(bad)}: plugin outputs cannot be "
+                             "DataType.BOOL or DataType.UINT8 (IPluginV3OneBuild::getOutputDataTypes)")
         in_exprs = [DimsExprs(self.exprs[id(t)]) for t in ins]
         out_exprs = [list(e) for e in plg.get_output_shapes(in_exprs, [], self.builder)]
         if len(out_exprs) != len(outs) or len(out_types) != len(outs):
@@ -299,17 +311,18 @@ class _Build:
                              f"dtypes for {len(outs)} outputs")
         for t, ex in zip(outs, out_exprs):
             for e in ex:
-                _expr_json(e)
+                self._expr_json(e, f"plugin layer {layer.name!r}: output shape")
             self.exprs[id(t)] = ex
 
-        def descs(types_formats, bindings):
-            return [PluginTensorDesc(self._shape_at(t, bindings), ty, fmt)
-                    for t, (ty, fmt) in zip(ins + outs, types_formats)]
-
         def dyn_descs(types_formats):
-            return [DynamicPluginTensorDesc(d, mn.dims, d.dims, mx.dims) for d, mn, mx in
-                    zip(descs(types_formats, self.opt_b), descs(types_formats, self.min_b),
-                        descs(types_formats, self.max_b))]
+            # NvInferRuntime.h, DynamicPluginTensorDesc: "desc.dims has -1 in place of any runtime
+            # dimension"; min/opt/max carry the optimization profile's bounds
+            out = []
+            for t, (ty, fmt) in zip(ins + outs, types_formats):
+                dims = [e.get_constant_value() if e.is_constant() else -1 for e in self.exprs[id(t)]]
+                mn, op, mx = (self._shape_at(t, b) for b in (self.min_b, self.opt_b, self.max_b))
+                out.append(DynamicPluginTensorDesc(PluginTensorDesc(dims, ty, fmt), mn, op, mx))
+            return out
 
         default = [(ty, TensorFormat.LINEAR) for ty in in_types + out_types]
         flat = plg.get_supported_format_combinations(dyn_descs(default), n_in)
@@ -331,30 +344,63 @@ class _Build:
         io = dyn_descs(chosen)
         plg.configure_plugin(io[:n_in], io[n_in:])
         tactics = [int(t) for t in plg.get_valid_tactics()]
+        # NvInferRuntime.h, IPluginV3OneBuild::getValidTactics: custom tactic values "must be unique and
+        # non-zero. The tactic value 0 is reserved for the default tactic"; tensorrt.plugin's
+        # AutoTuneCombination: "Each custom tactic must be a positive integer"
+        if any(t <= 0 for t in tactics) or len(set(tactics)) != len(tactics):
+            raise BuildError(f"plugin layer {layer.name!r}: getValidTactics returned {tactics}: custom tactics must "
+                             "be unique positive integers (the tactic value 0 is reserved for the default tactic)")
         aot = hasattr(plg, "get_launch_params")
         pid = f"{plg.plugin_namespace}::{plg.plugin_name}"
         forced = self.forced.get(pid)
+        candidates = tactics or [0]  # no custom tactic: the default one, 0
+        if forced is not None and forced not in candidates:
+            raise BuildError(f"{pid}: tactic {forced} is not among valid tactics "
+                             f"{tactics or '[] (only the default tactic 0)'}")
+        built: Dict[int, Dict[str, Any]] = {}
+        skipped: Dict[int, str] = {}
+        if aot:
+            # TensorRT builds (and on a GPU times) every tactic the plugin advertises for the chosen
+            # format combination, each through set_tactic / get_launch_params / get_kernel, i.e. each
+            # tactic's aot_impl runs at build time, and loads each one's PTX; a tactic that cannot run is
+            # skipped, as TensorRT's autotuner skips a failing tactic, and a layer none of whose tactics
+            # can run fails the build (TensorRT: "Could not find any implementation for node ...")
+            for t in candidates:
+                plg.set_tactic(t)
+                b = built[t] = self._aot_launch(layer, plg, in_exprs, io, n_in, t)
+                problems = self._load_problems(b)
+                problems += [] if problems else self._limit_problems(b)
+                if problems:
+                    skipped[t] = "; ".join(problems)
+                    del built[t]
+            if forced is not None and forced in skipped:
+                raise BuildError(f"plugin layer {layer.name!r}: tactic {forced} (forced) cannot run: {skipped[forced]}")
+            if not built:
+                raise BuildError(f"Could not find any implementation for node {layer.name} ({pid}): "
+                                 + "; ".join(f"tactic {t}: {why}" for t, why in skipped.items()))
+            for t, why in skipped.items():
+                report(self.logger, Severity.WARNING, f"plugin layer {layer.name!r} ({pid}): skipping tactic {t}: {why}")
+        runnable = [t for t in candidates if t in built] if aot else candidates
         if forced is not None:
-            if tactics and forced not in tactics:
-                raise BuildError(f"{pid}: tactic {forced} is not among valid tactics {tactics}")
             tactic = forced
-        elif self.timing and len(tactics) > 1 and _cuda.available():
-            tactic = self._fastest(layer, plg, aot, tactics, io, in_exprs, chosen)
+        elif self.timing and len(runnable) > 1 and _cuda.available():
+            tactic = self._fastest(layer, plg, aot, runnable, built, chosen)
         else:
-            tactic = tactics[0] if tactics else 0
+            tactic = runnable[0]  # no timing (no GPU, or one tactic): the first that can run
         plg.set_tactic(tactic)
         rec = {"name": layer.name, "plugin": pid, "version": plg.plugin_version, "tactic": tactic,
                "tactics": tactics, "inputs": [t.name for t in ins], "outputs": [t.name for t in outs],
                "types": [ty.name for ty, _ in chosen]}
         live = {"layer": layer, "plugin": plg, "aot": aot, "combinations": combos, "chosen": combos.index(chosen),
                 "in_exprs": in_exprs, "out_exprs": out_exprs, "tactics": tactics, "tactic": tactic,
-                "io": io, "out_types": out_types}
+                "io": io, "out_types": out_types, "skipped": skipped}
         if aot:
-            launch, extras, name, ptx = self._aot_launch(plg, in_exprs, io, n_in)
-            rec.update(kind="aot_plugin", kernel_name=name, ptx=ptx.decode("latin-1"),
-                       launch={k: _expr_json(v) for k, v in launch.items()},
-                       extra_args=[{"type": dt.name, "expr": _expr_json(e)} for dt, e in extras])
-            live.update(launch=launch, extra_args=extras, kernel_name=name, ptx=ptx)
+            b = built[tactic]
+            rec.update(kind="aot_plugin", kernel_name=b["kernel_name"], ptx=b["ptx"].decode("latin-1"),
+                       launch={k: e._to_json() for k, e in b["launch"].items()},
+                       extra_args=[{"type": dt.name, "expr": e._to_json()} for dt, e in b["extra_args"]])
+            live.update(launch=b["launch"], extra_args=b["extra_args"], kernel_name=b["kernel_name"], ptx=b["ptx"],
+                        built={t: dict(v) for t, v in built.items()})
         else:
             fields = list(plg.get_fields_to_serialize())
             rec.update(kind="jit_plugin", fields=[field_to_json(f) for f in fields])
@@ -362,7 +408,18 @@ class _Build:
         self.records.append(live)
         return rec
 
-    def _aot_launch(self, plg, in_exprs, io, n_in):
+    def _expr_json(self, e, what: str) -> Any:
+        if not isinstance(e, IDimensionExpr):
+            raise BuildError(f"{what}: {e!r} is not a dimension expression (a fake ShapeExpr or an int leaked out "
+                             "of a plugin?)")
+        why = foreign(e, self.builder)
+        if why:
+            raise BuildError(f"{what}: {why}")
+        return e._to_json()
+
+    def _aot_launch(self, layer, plg, in_exprs, io, n_in, tactic: int) -> Dict[str, Any]:
+        """One tactic's ``get_launch_params`` and ``get_kernel`` (the plugin's ``aot_impl``)."""
+        where = f"plugin layer {layer.name!r}, tactic {tactic}"
         sink, setter = LaunchParamsSink(), SymExprSetter()
         plg.get_launch_params(in_exprs, io, n_in, sink, setter, self.builder)
         launch = {}
@@ -370,25 +427,63 @@ class _Build:
             impl = getattr(sink, k, None)
             expr = getattr(impl, "expr", None)
             if expr is None:
-                raise BuildError(f"launch parameter {k} has no expression (assigned a float or numpy scalar, or a "
-                                 "SymInt32 made outside the aot_impl?)")
+                raise BuildError(f"{where}: launch parameter {k} has no expression (assigned a float or numpy "
+                                 "scalar, or a SymInt32 made outside the aot_impl?)")
+            self._expr_json(expr, f"{where}: launch parameter {k}")
             launch[k] = expr
         extras = []
         for i in range(setter.nbSymExprs):
             impl = setter.items.get(i)
             if impl is None or getattr(impl, "expr", None) is None:
-                raise BuildError(f"extra argument {i} has no expression")
+                raise BuildError(f"{where}: extra argument {i} has no expression")
             if impl.dtype != PluginArgDataType.INT32:
-                raise BuildError(f"extra argument {i} is {impl.dtype}; TensorRT launches 32-bit extra arguments only")
+                raise BuildError(f"{where}: extra argument {i} is {impl.dtype}; TensorRT launches 32-bit extra "
+                                 "arguments only")
+            self._expr_json(impl.expr, f"{where}: extra argument {i}")
             extras.append((impl.dtype, impl.expr))
         name, code = plg.get_kernel([d.desc for d in io[:n_in]], [d.desc for d in io[n_in:]])
         name = name.decode() if isinstance(name, bytes) else str(name)
         code = code.encode() if isinstance(code, str) else bytes(code)
-        if b".entry" not in code:
-            raise BuildError(f"the kernel for {name!r} is not PTX text (TensorRT's AOT plugins take PTX)")
-        return launch, extras, name, code.rstrip(b"\x00")
+        return {"tactic": tactic, "launch": launch, "extra_args": extras, "kernel_name": name,
+                "ptx": code.rstrip(b"\x00"), "kernel": None, "static_smem": 0, "fn": {}}
 
-    def _fastest(self, layer, plg, aot, tactics, io, in_exprs, chosen) -> int:
+    def _load_problems(self, b: Dict[str, Any]) -> List[str]:
+        """Load one tactic's PTX as TensorRT does: through the driver's JIT on a GPU (``cuModuleLoadData``,
+        then ``cuModuleGetFunction`` of the kernel name); without one, the PTX's structure (``_ptx``)."""
+        name, ptx = b["kernel_name"], b["ptx"]
+        if self.device.gpu:
+            kernel = _cuda.Kernel(ptx, name)
+            try:
+                b["fn"] = kernel.attributes()  # cuModuleLoadData + cuModuleGetFunction + cuFuncGetAttribute
+            except RuntimeError as e:  # _cuda.check names the CUDA error
+                return [f"the kernel {name!r} does not load: {e}"]
+            b["kernel"], b["static_smem"] = kernel, b["fn"]["static_smem"]
+            return []
+        try:
+            b["static_smem"] = _ptx.check(ptx, name, self.device.cc)
+        except _ptx.PtxError as e:
+            return [f"the kernel {name!r} does not load: {e}"]
+        return []
+
+    def _limit_problems(self, b: Dict[str, Any]) -> List[str]:
+        """The tactic's launch checked against the build device's limits at the optimization profile's
+        min, opt and max shapes (a launch expression is evaluated at each corner). TensorRT itself would
+        meet a violation when it launches the kernel (at opt while timing, else at run time); the emulator
+        refuses it at build, where it is cheaper to find."""
+        fn = b["fn"]
+        seen: Dict[str, List[str]] = {}
+        for corner, bindings in (("min", self.min_b), ("opt", self.opt_b), ("max", self.max_b)):
+            try:
+                v = {k: e._evaluate(bindings) for k, e in b["launch"].items()}
+            except (ArithmeticError, KeyError, ValueError) as e:
+                seen.setdefault(f"the launch cannot be evaluated ({e})", []).append(corner)
+                continue
+            for p in _device.launch_problems(v, self.device, b["static_smem"], fn.get("max_dynamic_smem"),
+                                             fn.get("max_threads")):
+                seen.setdefault(p, []).append(corner)
+        return [f"{p} at the profile's {'/'.join(c)} shapes" for p, c in seen.items()]
+
+    def _fastest(self, layer, plg, aot, tactics, built, chosen) -> int:
         """Launch every tactic at the opt shapes on zero-filled buffers; the fastest one."""
         from ._engine import run_aot, run_jit
 
@@ -405,13 +500,12 @@ class _Build:
             for t in tactics:
                 plg.set_tactic(t)
                 if aot:
-                    launch, extras, name, ptx = self._aot_launch(plg, in_exprs, io, n_in)
-                    kernel = _cuda.Kernel(ptx, name)
-                    lj = {k: v._to_json() for k, v in launch.items()}
-                    ej = [e._to_json() for _, e in extras]
+                    b = built[t]
+                    lj = {k: v._to_json() for k, v in b["launch"].items()}
+                    ej = [e._to_json() for _, e in b["extra_args"]]
 
-                    def run():
-                        run_aot(kernel, lj, ej, self.opt_b, ptrs[:n_in], ptrs[n_in:], ctx_stream, layer.name)
+                    def run(b=b, lj=lj, ej=ej):
+                        run_aot(b["kernel"], lj, ej, self.opt_b, ptrs[:n_in], ptrs[n_in:], ctx_stream, layer.name)
                 else:
                     def run():
                         run_jit(plg, shapes[:n_in], shapes[n_in:], [ty for ty, _ in chosen], ptrs[:n_in],
@@ -461,8 +555,12 @@ class _Build:
         for t in self.net._inputs + [o for layer in self.net._layers for o in layer._outputs]:
             tensors[t.name] = {"dtype": t.dtype.name, "dims": [e._to_json() for e in self.exprs[id(t)]]}
         outputs = [{"name": t.name, "dtype": t.dtype.name} for t in self.net._outputs]
-        return {"format": 1, "name": self.net.name, "inputs": inputs, "outputs": outputs, "tensors": tensors,
+        return {"format": FORMAT_VERSION, "name": self.net.name, "inputs": inputs, "outputs": outputs, "tensors": tensors,
                 "layers": self.layers,
+                # what deserialize_cuda_engine checks (as TensorRT checks a plan's library version and
+                # compute capability): the emulated TensorRT's version and the build device's compute
+                # capability ("9.0" for a build without a GPU, which targets sm_90: see _device)
+                "tensorrt_version": _version.VERSION, "compute_capability": self.device.compute,
                 "config": {"flags": self.cfg.flags, "profiling_verbosity": self.cfg.profiling_verbosity.name,
                            "pools": {k.name: v for k, v in self.cfg._pools.items()}}}
 

@@ -1,6 +1,7 @@
 """The CUDA driver calls the emulator makes (through ``cuda.bindings``), on the calling thread's
-current context, as libnvinfer does. Only used where a GPU does the work: tactic timing at build
-time, and ``IExecutionContext.execute_async_v3``."""
+current context, as libnvinfer does. Only used where a GPU is present: loading each tactic's PTX
+and reading the build GPU's limits at build time, tactic timing, and
+``IExecutionContext.execute_async_v3``."""
 
 import ctypes
 import struct
@@ -56,6 +57,37 @@ def current_context() -> int:
     return int(ctx)
 
 
+def device_ordinal() -> int:
+    """The device of the calling thread's current context, or device 0 where no context is current
+    (what the CUDA runtime's ``cudaGetDevice`` gives a fresh thread); creates no context."""
+    cu = _cu()
+    check(cu.cuInit(0), "cuInit")
+    ctx = check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if ctx is None or int(ctx) == 0:
+        return 0
+    return int(check(cu.cuCtxGetDevice(), "cuCtxGetDevice"))
+
+
+def device_attributes(ordinal: int) -> dict:
+    """The attributes of device ``ordinal`` that the emulator's launch checks read."""
+    cu = _cu()
+    dev = check(cu.cuDeviceGet(int(ordinal)), f"cuDeviceGet({ordinal})")
+    A = cu.CUdevice_attribute
+    names = {
+        "cc_major": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc_minor": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        "max_threads": A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        "block_x": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, "block_y": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        "block_z": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, "grid_x": A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        "grid_y": A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, "grid_z": A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+        "smem_default": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+        "smem_optin": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    }
+    out = {k: int(check(cu.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({k})")) for k, a in names.items()}
+    name = check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    out["name"] = (name.split(b"\x00")[0].decode(errors="replace") if isinstance(name, bytes) else str(name)).strip()
+    return out
+
+
 class Kernel:
     """One PTX kernel, JIT-compiled by the driver once per context (as TensorRT loads AOT plugin PTX)."""
 
@@ -71,19 +103,35 @@ class Kernel:
             cu = _cu()
             module = check(cu.cuModuleLoadData(self.ptx), f"cuModuleLoadData(PTX of {self.name!r})")
             fn = check(cu.cuModuleGetFunction(module, self.name.encode()), f"cuModuleGetFunction({self.name!r})")
-            hit = self._by_context[ctx] = (module, fn, [0])
+            hit = self._by_context[ctx] = (module, fn, {})
         return hit
+
+    def attributes(self) -> dict:
+        """What the driver says about the loaded function: ``static_smem`` (bytes of static shared
+        memory), ``max_dynamic_smem`` (the most dynamic shared memory a launch may ask for without
+        ``cuFuncSetAttribute``'s opt-in), ``max_threads`` (threads per block its registers allow)."""
+        cu = _cu()
+        _module, fn, attrs = self.function()
+        if not attrs:
+            F = cu.CUfunction_attribute
+            for k, a in (("static_smem", F.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                         ("max_dynamic_smem", F.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+                         ("max_threads", F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)):
+                attrs[k] = int(check(cu.cuFuncGetAttribute(a, fn), f"cuFuncGetAttribute({k} of {self.name!r})"))
+        return dict(attrs)
 
     def launch(self, grid: Sequence[int], block: Sequence[int], shared_mem: int, stream: int,
                args: Sequence[Tuple[str, int]]) -> None:
         """``args``: ``("ptr", address)`` or ``("i32", value)`` in kernel-parameter order; each parameter
-        is passed as ``cuLaunchKernel``'s ``kernelParams`` expects: a pointer to its value."""
+        is passed as ``cuLaunchKernel``'s ``kernelParams`` expects: a pointer to its value.
+
+        The function's dynamic shared memory limit is left as loaded (48 KB less its static shared
+        memory): the emulator models TensorRT as not calling ``cuFuncSetAttribute(
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`` for QDP AOT kernels, which nothing NVIDIA
+        documents it doing, so a launch asking for more fails in the driver (CUDA_ERROR_INVALID_VALUE),
+        and the build refuses such a tactic first (``_device.launch_problems``)."""
         cu = _cu()
-        _module, fn, smem_set = self.function()
-        if shared_mem > 48 * 1024 and smem_set[0] < shared_mem:
-            check(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        int(shared_mem)), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-            smem_set[0] = shared_mem
+        _module, fn, _attrs = self.function()
         holders: List[Any] = []
         for kind, value in args:
             if kind == "ptr":

@@ -49,11 +49,14 @@ class IDimensionExpr(Strict):
     """Immutable symbolic integer. Like the native class it has no arithmetic operators;
     expressions are combined through ``IExprBuilder.operation``."""
 
-    __slots__ = ("_kind", "_value", "_name", "_op", "_lhs", "_rhs")
+    __slots__ = ("_kind", "_value", "_name", "_op", "_lhs", "_rhs", "_owner")
 
     def __init__(self, kind: str, value: Optional[int] = None, name: Optional[str] = None, op=None,
-                 lhs: "IDimensionExpr" = None, rhs: "IDimensionExpr" = None):
+                 lhs: "IDimensionExpr" = None, rhs: "IDimensionExpr" = None, owner: "IExprBuilder" = None):
         self._kind, self._value, self._name, self._op, self._lhs, self._rhs = kind, value, name, op, lhs, rhs
+        #: the IExprBuilder that made it: in TensorRT an expression lives as long as the builder that
+        #: handed it out (one build's, or one network's), so one kept from another builder is refused
+        self._owner = owner
 
     def is_constant(self) -> bool:
         return self._kind == "const"
@@ -135,16 +138,27 @@ def symbols_of(j: Any) -> set:
     return set()
 
 
+def foreign(e: IDimensionExpr, builder: "IExprBuilder") -> str:
+    """Why ``e`` cannot be used with ``builder`` ("" when it can)."""
+    if e._owner is builder:
+        return ""
+    return (f"the dimension expression {e!r} was made by another IExprBuilder (an earlier build's or the "
+            "network's: one kept from an earlier call?); TensorRT's expressions live only as long as the "
+            "IExprBuilder that made them: build the expression again from this call's inputs")
+
+
 @unpicklable
 class IExprBuilder(Strict):
-    """Builds :class:`IDimensionExpr` s, folding constant operands and trivial identities."""
+    """Builds :class:`IDimensionExpr` s, folding constant operands and trivial identities. Each
+    build has its own (as does each network, for shapes computed while it is defined); an
+    operand made by another one is refused."""
 
     def constant(self, value: int) -> IDimensionExpr:
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"IExprBuilder.constant() needs an int, got {type(value).__name__}")
         if not INT64_MIN <= value <= INT64_MAX:
             raise OverflowError(f"dimension constant {value} does not fit in int64")
-        return IDimensionExpr("const", value=int(value))
+        return IDimensionExpr("const", value=int(value), owner=self)
 
     def operation(self, op, first: IDimensionExpr, second: IDimensionExpr) -> IDimensionExpr:
         if not isinstance(op, DimensionOperation):
@@ -153,6 +167,9 @@ class IExprBuilder(Strict):
             if not isinstance(side, IDimensionExpr):
                 raise TypeError(f"operation() needs IDimensionExpr operands, got {type(side).__name__}"
                                 " (a fake ShapeExpr or an expression created outside a shape context?)")
+            why = foreign(side, self)
+            if why:
+                raise ValueError(f"IExprBuilder.operation({op.name}): {why}")
         if first.is_constant() and second.is_constant():
             return self.constant(apply_op(op, first._value, second._value))
         D = DimensionOperation
@@ -168,14 +185,14 @@ class IExprBuilder(Strict):
             return second
         if op in (D.FLOOR_DIV, D.CEIL_DIV) and is_const(second, 0):
             raise ZeroDivisionError(f"{op.name} by constant zero")
-        return IDimensionExpr("op", op=op, lhs=first, rhs=second)
+        return IDimensionExpr("op", op=op, lhs=first, rhs=second, owner=self)
 
     def declare_size_tensor(self, output_index: int, opt: IDimensionExpr, upper: IDimensionExpr) -> IDimensionExpr:
-        return IDimensionExpr("size_tensor", value=int(output_index))
+        return IDimensionExpr("size_tensor", value=int(output_index), owner=self)
 
     # ----- the emulator's own -----
     def _symbol(self, name: str) -> IDimensionExpr:
-        return IDimensionExpr("sym", name=str(name))
+        return IDimensionExpr("sym", name=str(name), owner=self)
 
 
 @unpicklable

@@ -7,23 +7,24 @@ driver (once per context) and launched as TensorRT launches AOT plugin kernels,
 calls the plugin's ``enqueue`` (its ``@trtp.impl``); casts and copies run on the same stream.
 Intermediate tensors live in stream-ordered allocations freed at the end of the call.
 
-One deliberate difference from TensorRT: where TensorRT's ``execute_async_v3`` would return
-``False`` and log an error, the emulator logs the error and raises ``RuntimeError``, because
-Torch-TensorRT ignores the return value and a test would otherwise read unwritten outputs.
+Failures are TensorRT's: ``deserialize_cuda_engine`` returns ``None`` and logs for a plan of another
+TensorRT version or built for a device of another compute capability; ``set_tensor_address``
+returns ``False`` and logs for an unknown name or an address not 256-byte aligned; and
+``execute_async_v3`` returns ``False`` and logs when a layer cannot run (a launch CUDA would refuse,
+a zero grid or block dimension among them, checked before anything is enqueued). Note that
+Torch-TensorRT 2.11's Python runtime ignores both return values: its outputs then stay unwritten,
+and only the log says why (tests of the emulated tier check the log for that).
 """
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from . import _cuda
+from . import _cuda, _device, _version
 from ._dims import Dims, evaluate, expr_from_json, symbols_of
 from ._enums import DataType, ITEMSIZE, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
 from ._format import decode, encode
 from ._logging import report
 from ._plugin import PluginFieldCollection, PluginTensorDesc, field_from_json
 from ._strict import Strict, unpicklable
-
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
 
 def _numel(shape: Sequence[int]) -> int:
     n = 1
@@ -36,30 +37,34 @@ def _strides(shape: Sequence[int]) -> List[int]:
     return [_numel(shape[k + 1:]) for k in range(len(shape))]
 
 
-def run_aot(kernel, launch: Dict[str, Any], extras: Sequence[Any], bindings, in_ptrs, out_ptrs, stream: int,
-            layer: str) -> None:
-    """One AOT plugin launch at ``bindings`` (launch and extras as stored JSON expressions)."""
+def aot_launch(launch: Dict[str, Any], extras: Sequence[Any], bindings, layer: str, fn=None):
+    """An AOT plugin launch evaluated at ``bindings`` (launch and extras as stored JSON expressions):
+    ``(grid, block, shared_mem, extra values)``; raises ``RuntimeError`` naming what CUDA would refuse
+    (a zero or oversized grid or block dimension, too much shared memory: ``_device.launch_problems``,
+    with the loaded function's attributes ``fn`` where known) or an extra argument that does not fit
+    32 bits."""
     v = {k: evaluate(e, bindings) for k, e in launch.items()}
-    grid = (v["grid_x"], v["grid_y"], v["grid_z"])
-    block = (v["block_x"], v["block_y"], v["block_z"])
-    if 0 in grid or 0 in block:
-        return
-    problems = [f"grid {'xyz'[i]} = {g} outside [1, {lim}]" for i, (g, lim) in enumerate(zip(grid, GRID_LIMITS))
-                if not 1 <= g <= lim]
-    if block[0] * block[1] * block[2] > 1024 or min(block) < 0:
-        problems.append(f"block {block} has more than 1024 threads")
-    if v["shared_mem"] < 0:
-        problems.append(f"shared memory {v['shared_mem']} < 0")
-    args = [("ptr", p) for p in in_ptrs]
+    fn = fn or {}
+    problems = _device.launch_problems(v, _device.current(), fn.get("static_smem", 0), fn.get("max_dynamic_smem"),
+                                       fn.get("max_threads"), at_enqueue=True)
+    values = []
     for i, e in enumerate(extras):
         x = evaluate(e, bindings)
         if not -(2**31) <= x < 2**31:
             problems.append(f"extra argument {i} = {x} does not fit 32 bits")
-        args.append(("i32", x))
-    args += [("ptr", p) for p in out_ptrs]
+        values.append(x)
     if problems:
         raise RuntimeError(f"layer {layer!r}: cannot launch: " + "; ".join(problems))
-    kernel.launch(grid, block, v["shared_mem"], stream, args)
+    return ((v["grid_x"], v["grid_y"], v["grid_z"]), (v["block_x"], v["block_y"], v["block_z"]), v["shared_mem"],
+            values)
+
+
+def run_aot(kernel, launch: Dict[str, Any], extras: Sequence[Any], bindings, in_ptrs, out_ptrs, stream: int,
+            layer: str) -> None:
+    """One AOT plugin launch at ``bindings`` (launch and extras as stored JSON expressions)."""
+    grid, block, smem, values = aot_launch(launch, extras, bindings, layer, kernel.attributes())
+    args = [("ptr", p) for p in in_ptrs] + [("i32", x) for x in values] + [("ptr", p) for p in out_ptrs]
+    kernel.launch(grid, block, smem, stream, args)
 
 
 def run_jit(plugin, in_shapes, out_shapes, types, in_ptrs, out_ptrs, stream: int) -> None:
@@ -109,8 +114,27 @@ class Runtime(Strict):
     def deserialize_cuda_engine(self, serialized_engine) -> Optional["ICudaEngine"]:
         try:
             plan = decode(serialized_engine)
-            return ICudaEngine(plan, self._logger)
         except Exception as e:  # noqa: BLE001 - TensorRT reports a failed deserialization and returns None
+            report(self._logger, Severity.ERROR, f"Error deserializing the engine (TensorRT emulator): {e}")
+            return None
+        # TensorRT's own checks and words (IRuntime::deserializeCudaEngine, Error Code 6): a plan runs only
+        # on the TensorRT version that built it and on a device of the compute capability it was built for
+        # (the emulator does not emulate version- or hardware-compatible plans)
+        got, want = plan.get("tensorrt_version"), _version.VERSION
+        if got != want:
+            report(self._logger, Severity.ERROR, "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The "
+                   "engine plan file is not compatible with this version of TensorRT, expecting library version "
+                   f"{want} got {got}, please rebuild.)")
+            return None
+        got, want = plan.get("compute_capability"), _device.current().compute
+        if got != want:
+            report(self._logger, Severity.ERROR, "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The "
+                   f"engine plan file is generated on an incompatible device, expecting compute {want} got compute "
+                   f"{got}, please rebuild.)")
+            return None
+        try:
+            return ICudaEngine(plan, self._logger)
+        except Exception as e:  # noqa: BLE001
             report(self._logger, Severity.ERROR, f"Error deserializing the engine (TensorRT emulator): {e}")
             return None
 
@@ -286,10 +310,23 @@ class IExecutionContext(Strict):
 
     # ----- addresses -----
     def set_tensor_address(self, name: str, memory: int) -> bool:
+        # NvInferRuntime.h, IExecutionContext::setTensorAddress: "The pointer must have at least 256-byte
+        # alignment"; returns false "if the provided name does not map to an input or output tensor, does
+        # not meet alignment requirements, or some other error occurred" and reports through the logger
+        # (the "Error Code 3: API Usage Error (Parameter check failed, condition: ...)" form is TensorRT's;
+        # the condition texts are the emulator's)
+        memory = int(memory)
+        condition = None
         if name not in self._engine._io:
-            report(self._engine._logger, Severity.ERROR, f"IExecutionContext::setTensorAddress: no I/O tensor {name!r}")
+            condition = f"{name!r} is the name of an input or output tensor of the engine {self._engine._io}"
+        elif memory % 256:
+            condition = (f"the address of tensor {name!r} ({memory:#x}) is 256-byte aligned "
+                         f"(it is {memory % 256} bytes past a multiple of 256)")
+        if condition:
+            report(self._engine._logger, Severity.ERROR, "IExecutionContext::setTensorAddress: Error Code 3: API "
+                   f"Usage Error (Parameter check failed, condition: {condition}.)")
             return False
-        self._addresses[name] = int(memory)
+        self._addresses[name] = memory
         return True
 
     def get_tensor_address(self, name: str) -> int:
@@ -297,11 +334,12 @@ class IExecutionContext(Strict):
 
     # ----- execution -----
     def execute_async_v3(self, stream_handle: int) -> bool:
+        """``False`` (and the reason logged) when the engine cannot run, as TensorRT's ``enqueueV3``."""
         try:
             self._execute(int(stream_handle))
-        except Exception as exc:
-            report(self._engine._logger, Severity.ERROR, f"IExecutionContext::enqueueV3 (TensorRT emulator): {exc}")
-            raise RuntimeError(f"execute_async_v3 failed (TensorRT emulator): {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - TensorRT reports enqueue failures through the logger
+            report(self._engine._logger, Severity.ERROR, f"IExecutionContext::enqueueV3: {exc}")
+            return False
         return True
 
     def _execute(self, stream: int) -> None:
@@ -318,6 +356,9 @@ class IExecutionContext(Strict):
             if not p and nbytes[n]:
                 raise ValueError(f"no address set for {n!r} (IExecutionContext.set_tensor_address)")
             ptrs[n] = p
+        for i, layer in enumerate(e._plan["layers"]):  # every launch checked before any work is enqueued
+            if layer["kind"] == "aot_plugin" and self._launches(layer, nbytes):
+                aot_launch(layer["launch"], [a["expr"] for a in layer["extra_args"]], b, layer["name"])
         _cuda.current_context()
         scratch = []
         try:
@@ -334,6 +375,11 @@ class IExecutionContext(Strict):
         finally:
             for p in scratch:
                 _cuda.free(p, stream)
+
+    @staticmethod
+    def _launches(layer, nbytes) -> bool:
+        """An AOT layer whose inputs and outputs are all empty is not launched (nothing to read or write)."""
+        return any(nbytes[n] for n in layer["outputs"]) or any(nbytes[n] for n in layer["inputs"])
 
     def _constant_names(self):
         return {layer["outputs"][0] for layer in self._engine._plan["layers"] if layer["kind"] == "constant"}
@@ -356,7 +402,7 @@ class IExecutionContext(Strict):
             return
         outs = [ptrs[n] for n in layer["outputs"]]
         if kind == "aot_plugin":
-            if any(nbytes[n] for n in layer["outputs"]) or any(nbytes[n] for n in layer["inputs"]):
+            if self._launches(layer, nbytes):
                 run_aot(e._kernels[i], layer["launch"], [a["expr"] for a in layer["extra_args"]], bindings, ins,
                         outs, stream, layer["name"])
         elif kind == "jit_plugin":

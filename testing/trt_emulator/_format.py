@@ -16,7 +16,8 @@ import struct
 from typing import Any, Dict
 
 MAGIC = b"TRTKEMU\x00"
-VERSION = 1
+#: 2: the plan records ``tensorrt_version`` and ``compute_capability`` (checked when deserialized)
+VERSION = 2
 _HEADER = struct.Struct("<8sII32s")
 
 

@@ -5,7 +5,8 @@ from typing import List, Tuple
 
 from ._enums import Severity
 
-#: every message any emulated ``Logger`` received in this process, oldest first: ``(severity, text)``
+#: every message any emulated ``Logger`` received in this process, and every message the emulator
+#: reported to another logger (Torch-TensorRT's, say), oldest first: ``(severity, text)``
 RECORDS: List[Tuple[Severity, str]] = []
 
 _LETTER = {Severity.INTERNAL_ERROR: "F", Severity.ERROR: "E", Severity.WARNING: "W", Severity.INFO: "I",
@@ -42,6 +43,8 @@ def report(logger, severity, msg: str) -> None:
     if logger is None:
         Logger().log(severity, msg)
         return
+    if not isinstance(logger, Logger):  # an emulated Logger records what it receives itself
+        RECORDS.append((severity, msg))
     try:
         logger.log(severity, msg)
     except Exception:  # noqa: BLE001 - a logger's own failure must not hide the message's cause

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from ._dims import Dims, DimsExprs, IExprBuilder
+from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
 from ._enums import DataType, ITEMSIZE, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest
 from ._strict import Strict, unpicklable
 
@@ -137,6 +137,11 @@ class IPluginV3Layer(ILayer):
         types = plugin.get_output_data_types([t.dtype for t in inputs], [len(t._shape) for t in inputs])
         in_exprs = [network._exprs_of(t) for t in inputs]
         out_exprs = plugin.get_output_shapes(in_exprs, [], network._expr_builder)
+        for exprs in out_exprs:
+            for e in exprs:
+                why = "" if not isinstance(e, IDimensionExpr) else foreign(e, network._expr_builder)
+                if not isinstance(e, IDimensionExpr) or why:
+                    raise ValueError(f"add_plugin: output shape {e!r}: {why or 'not a dimension expression'}")
         for dt, exprs in zip(types, out_exprs):
             t = self._add_output(dt, [e.get_constant_value() if e.is_constant() else -1 for e in exprs])
             t._exprs = DimsExprs(exprs)
