@@ -162,26 +162,75 @@ def test_build_failures_are_logged_and_return_none(env):
 
 def test_strictness(env):
     trt, native = env.trt, env.native
-    with pytest.raises(AttributeError, match="tensorrt.add_shuffle|not implemented by the TensorRT emulator"):
+    v = native._version
+    with pytest.raises(AttributeError, match="tensorrt.no_such_thing is not implemented by the TensorRT emulator"):
         trt.no_such_thing
     net = trt.Builder(trt.Logger()).create_network(0)
     with pytest.raises(AttributeError, match="INetworkDefinition.add_shuffle is not implemented"):
         net.add_shuffle
     cfg = trt.Builder(trt.Logger()).create_builder_config()
     with pytest.raises(AttributeError, match="IBuilderConfig.algorithm_selector"):
-        cfg.algorithm_selector = None  # removed in TensorRT 11
-    assert not hasattr(trt.BuilderFlag, "FP16")  # removed in TensorRT 11
-    assert not hasattr(trt, "tensorrt_rtx")
+        cfg.algorithm_selector = None  # removed in TensorRT 11; not emulated under 10.15
+    assert hasattr(trt.BuilderFlag, "FP16") == (v.PROFILE == "10.15")  # removed in TensorRT 11
+    assert hasattr(trt, "IAlgorithmSelector") == (v.PROFILE == "10.15")  # removed in TensorRT 11
+    assert not hasattr(trt, "tensorrt_rtx") and not hasattr(native, "_COMPAT")
     x = net.add_input("x", trt.float32, (2, 3))
-    x.dtype = trt.float32  # Torch-TensorRT 2.11 does this to every output (see _COMPAT)
-    with pytest.raises(TypeError, match="read-only in TensorRT 11"):
-        x.dtype = trt.float16
     for obj in (x, trt.Dims((1, 2)), net):
         with pytest.raises(TypeError, match="cannot pickle"):
             pickle.dumps(obj)
     assert trt.Dims((1, 2)) == (1, 2) and trt.DataType.FLOAT != 0 and trt.DataType.FLOAT == trt.float32
-    assert 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED) == 1
-    assert set(native._COMPAT) == {"IAlgorithmSelector", "ITensor.dtype (setter)"}
+    strongly_typed = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    assert strongly_typed == (2 if v.PROFILE == "10.15" else 1)  # NvInfer.h: kSTRONGLY_TYPED = 1 in 10.15, 0 in 11
+
+
+def _typed_network(trt, strongly_typed: bool):
+    builder = trt.Builder(trt.Logger())
+    net = builder.create_network((1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)) if strongly_typed else 0)
+    x = net.add_input("x", trt.float32, (2, 3))
+    y = net.add_identity(x).get_output(0)
+    net.mark_output(y)
+    return net, x, y
+
+
+def test_tensor_dtype_setter_follows_the_version(env):
+    """TensorRT 11 made ``ITensor.dtype`` read-only. TensorRT 10.15 has a deprecated setter (Torch-TensorRT 2.11
+    assigns every output's dtype): a network input takes the type; on a strongly typed network another tensor
+    keeps its inferred type, the same type is tolerated, a different one is reported and not applied."""
+    trt = env.trt
+    net, x, y = _typed_network(trt, strongly_typed=True)
+    if env.native._version.PROFILE == "11":
+        for t in (x, y):
+            with pytest.raises(AttributeError, match="has no setter"):
+                t.dtype = t.dtype
+        assert x.dtype == trt.float32
+        return
+    with pytest.warns(DeprecationWarning, match="10.12"):
+        y.dtype = trt.float32  # the inferred type: tolerated (what Torch-TensorRT 2.11 does)
+    assert y.dtype == trt.float32 and not any("setType" in m for _, m in env.log)
+    with pytest.warns(DeprecationWarning):
+        y.dtype = trt.float16
+    assert y.dtype == trt.float32  # not applied ...
+    assert any("setType" in m and y.name in m and "HALF was not applied" in m
+               for sev, m in env.log if sev == trt.Logger.ERROR)  # ... and reported through the builder's logger
+    with pytest.warns(DeprecationWarning):
+        x.dtype = trt.float16  # a network input takes it
+    assert x.dtype == trt.float16
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="DataType"):
+        x.dtype = "float16"
+    _, _, weak = _typed_network(trt, strongly_typed=False)
+    with pytest.warns(DeprecationWarning), pytest.raises(NotImplementedError, match="weakly typed network is not emulated"):
+        weak.dtype = trt.float16
+
+
+def test_engine_records_builder_flags_by_name(env):
+    """Flag values differ between TensorRT 10.15 and 11 (``VERSION_COMPATIBLE`` is 13 in one, 12 in the other):
+    an engine records the flags it was built with by name, so it never reads as other flags."""
+    trt = env.trt
+    builder, net, cfg, _ = two_op_network(env)
+    cfg.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)
+    cfg.set_flag(trt.BuilderFlag.REFIT)
+    plan = env.native._format.decode(builder.build_serialized_network(net, cfg))
+    assert sorted(plan["config"]["flags"]) == ["REFIT", "VERSION_COMPATIBLE"]
 
 
 def test_constants_and_weights(env):

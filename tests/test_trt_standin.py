@@ -4,6 +4,11 @@ Proves that the validators are NVIDIA's own, that descriptors and aot_impls can 
 evaluated symbolically and at concrete sizes through NVIDIA's plugin-class code
 paths, and that the stand-in never leaks out of its ``with`` block.
 Independent of trt_kernels' plugin code on purpose.
+
+Version-aware: NVIDIA's Python layer differs between the bindings wheels (10.15.1, Torch-TensorRT
+2.11's; 11.0, 2.13's; 11.4), and where it does each test asserts what the wheel in use does
+(``FIXED_IN`` below, read from the wheels' ``tensorrt/plugin`` sources). Run under another wheel with
+``TRT_STANDIN_BINDINGS=<wheel>`` (``tests/test_trt_emulator_names.py::test_each_extra_wheel`` does).
 """
 
 import importlib.util
@@ -14,6 +19,7 @@ import uuid
 from typing import List, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from trt_kernels.testing import _standin as trt_standin
@@ -24,6 +30,34 @@ pytestmark = pytest.mark.skipif(
 )
 
 BLOCK = 256
+
+#: the first bindings version of NVIDIA's ``tensorrt.plugin`` with each fix (seen in the wheels: 10.15.1.29,
+#: 11.0.0.114 and 11.1's sources lack the two 11.2 fixes, 11.2.1.2 and 11.4.0.106 have them)
+FIXED_IN = {
+    # _lib.create_plugin turns a one-element float/int field into the attribute with float(arr)/int(arr),
+    # which numpy >= 2.4 refuses for a 1-d array; 11.2 takes element 0
+    "scalar_attributes": (11, 2),
+    # _validate calls issubclass() on annotations without checking they are classes (a string annotation
+    # raised TypeError); 11.2 checks inspect.isclass first and reports a ValueError
+    "annotation_isclass": (11, 2),
+    # SymIntExpr.__bool__ (symbolic: RuntimeError; constant: its value): 10.16; before it, always True
+    "expr_bool": (10, 16),
+}
+NUMPY_REFUSES_1D_SCALARS = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
+
+
+def _version(qdp):
+    """The bindings version the stand-in runs (``tensorrt.__version__``, NVIDIA's ``__init__``)."""
+    return tuple(int(p) for p in qdp.trt.__version__.split(".")[:2])
+
+
+def has_fix(qdp, fix: str) -> bool:
+    return _version(qdp) >= FIXED_IN[fix]
+
+
+def plain_scalars_work(qdp) -> bool:
+    """Whether a plugin with a plain ``float``/``int`` attribute can be created (see ``FIXED_IN``)."""
+    return has_fix(qdp, "scalar_attributes") or not NUMPY_REFUSES_1D_SCALARS
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -41,13 +75,17 @@ def qdp():
 
 
 def _register_sigmoid(trtp, ns: str, calls: list):
-    """A sigmoid-like plugin: out = sigmoid(alpha * x); descriptor + autotune + aot_impl + impl."""
+    """A sigmoid-like plugin: out = sigmoid(alpha * x); descriptor + autotune + aot_impl + impl.
+
+    Its scalars are one-element numpy arrays, which every TensorRT version can create (a plain ``float``
+    attribute cannot, on TensorRT < 11.2 with numpy >= 2.4: ``test_plain_scalar_attributes_follow_the_version``)."""
     import tensorrt as trt  # the stand-in, inside the fixture
 
     pid = f"{ns}::scaled_sigmoid"
+    F32, I32 = npt.NDArray[np.float32], npt.NDArray[np.int32]
 
     @trtp.register(pid)
-    def _desc(x: trtp.TensorDesc, alpha: float, block: int) -> trtp.TensorDesc:
+    def _desc(x: trtp.TensorDesc, alpha: F32, block: I32) -> trtp.TensorDesc:
         return x.like()
 
     @trtp.autotune(pid)
@@ -57,21 +95,22 @@ def _register_sigmoid(trtp, ns: str, calls: list):
     # NB: the aot_impl must take *all* attributes (NVIDIA passes them all positionally).
     @trtp.aot_impl(pid)
     def _aot(
-        x: trtp.TensorDesc, alpha: float, block: int, outputs: Tuple[trtp.TensorDesc], tactic: int
+        x: trtp.TensorDesc, alpha: F32, block: I32, outputs: Tuple[trtp.TensorDesc], tactic: int
     ) -> Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]:
+        assert alpha.shape == (1,) and alpha.dtype == np.float32 and block.dtype == np.int32
         suffix = "f32" if x.dtype == trt.float32 else "f16"
         n = x.shape_expr.numel()
         launch = trtp.KernelLaunchParams()
-        launch.grid_x = trtp.cdiv(n, block)
-        launch.block_x = block
+        launch.grid_x = trtp.cdiv(n, int(block[0]))
+        launch.block_x = int(block[0])
         extra = trtp.SymIntExprs(2)
         extra[0] = trtp.SymInt32(n)
-        extra[1] = trtp.SymInt32(_f32_bits(alpha))
+        extra[1] = trtp.SymInt32(_f32_bits(float(alpha[0])))
         name = f"scaled_sigmoid_{suffix}_t{tactic}"
         return name, _ptx(name), launch, extra
 
     @trtp.impl(pid)
-    def _impl(x: trtp.Tensor, alpha: float, outputs: Tuple[trtp.Tensor], stream: int) -> None:
+    def _impl(x: trtp.Tensor, alpha: F32, outputs: Tuple[trtp.Tensor], stream: int) -> None:
         calls.append((x, alpha, outputs, stream))
 
     return pid
@@ -134,10 +173,15 @@ def test_validator_rejects_bad_descriptors(qdp):
     def stringly(x, alpha):
         return x
 
-    # What ``from __future__ import annotations`` produces: string annotations.
+    # What ``from __future__ import annotations`` produces: string annotations. Refused either way; before
+    # 11.2 NVIDIA's validator hands the string to issubclass() (TypeError), from 11.2 it says so (ValueError)
     stringly.__annotations__ = {"x": "trtp.TensorDesc", "alpha": "float", "return": "trtp.TensorDesc"}
-    with pytest.raises(ValueError):
-        trtp.register(f"{ns}::c")(stringly)
+    if has_fix(qdp, "annotation_isclass"):
+        with pytest.raises(ValueError):
+            trtp.register(f"{ns}::c")(stringly)
+    else:
+        with pytest.raises(TypeError, match="issubclass"):
+            trtp.register(f"{ns}::c")(stringly)
 
     def ok(x: trtp.TensorDesc) -> trtp.TensorDesc:
         return x.like()
@@ -147,16 +191,58 @@ def test_validator_rejects_bad_descriptors(qdp):
         trtp.register(f"{ns}::d")(ok)
 
 
+def _register_plain(trtp, ns: str):
+    """A plugin with plain ``float`` / ``int`` attributes (what NVIDIA's examples declare)."""
+    pid = f"{ns}::plain"
+
+    @trtp.register(pid)
+    def _desc(x: trtp.TensorDesc, alpha: float, block: int) -> trtp.TensorDesc:
+        return x.like()
+
+    @trtp.aot_impl(pid)
+    def _aot(x: trtp.TensorDesc, alpha: float, block: int, outputs: Tuple[trtp.TensorDesc], tactic: int
+             ) -> Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymExprs]:
+        assert type(alpha) is float and type(block) is int
+        launch = trtp.KernelLaunchParams()
+        launch.grid_x = trtp.cdiv(x.shape_expr.numel(), block)
+        launch.block_x = block
+        extra = trtp.SymIntExprs(1)
+        extra[0] = trtp.SymInt32(_f32_bits(alpha))
+        return "plain", _ptx("plain"), launch, extra
+
+    return pid
+
+
 def test_plugin_call_checks_attribute_types_and_order(qdp):
     trtp, ns = qdp.trtp, _ns()
-    _register_sigmoid(trtp, ns, [])
-    op = getattr(trtp.op, ns).scaled_sigmoid
+    _register_plain(trtp, ns)
+    op = getattr(trtp.op, ns).plain
     x = qdp.network().add_input("x", qdp.trt.float32, (4, 8))
     with pytest.raises(ValueError, match="Expected '<class 'float'>'"):
         op(x, alpha=1, block=BLOCK)  # int for a float attribute
     with pytest.raises(ValueError, match="Unexpected schema"):
         op(x, block=BLOCK, alpha=1.0)  # kwargs must follow the descriptor's order
     op(x, alpha=1.0, block=BLOCK)
+    _register_sigmoid(trtp, ns, [])
+    arr = getattr(trtp.op, ns).scaled_sigmoid
+    with pytest.raises(ValueError):
+        arr(x, alpha=0.5, block=BLOCK)  # a Python float for a numpy-array attribute
+    arr(x, alpha=np.array([0.5], np.float32), block=np.array([BLOCK], np.int32))
+
+
+def test_plain_scalar_attributes_follow_the_version(qdp):
+    """TensorRT's real behaviour: before 11.2, NVIDIA's ``create_plugin`` converts a plain ``float``/``int``
+    attribute with ``float(field.data)`` on a one-element array, which numpy >= 2.4 refuses, so such a
+    plugin cannot be created at all (TensorRT 10.15 with Torch-TensorRT 2.11, 11.0 with 2.13, on a current
+    numpy). From 11.2 (or with numpy < 2.4) it is created and the aot_impl gets Python scalars."""
+    trtp, ns = qdp.trtp, _ns()
+    pid = _register_plain(trtp, ns)
+    if plain_scalars_work(qdp):
+        res = qdp.build(pid, [("FP32", (4, 100))], {"alpha": 0.25, "block": 128})
+        assert res.grid == (_cdiv(400, 128), 1, 1) and res.extra_arg_values == [_f32_bits(0.25)]
+    else:
+        with pytest.raises(TypeError, match="only 0-dimensional arrays can be converted to Python scalars"):
+            qdp.build(pid, [("FP32", (4, 100))], {"alpha": 0.25, "block": 128})
 
 
 # ------------------------------------------------------------------------------------
@@ -224,12 +310,14 @@ def test_aot_impl_taking_a_subset_of_attributes_fails_at_build(qdp):
     """Accepted by NVIDIA's validator, but get_launch_params passes every attribute."""
     trtp, ns = qdp.trtp, _ns()
 
+    F32, I32 = npt.NDArray[np.float32], npt.NDArray[np.int32]
+
     @trtp.register(f"{ns}::p")
-    def _desc(x: trtp.TensorDesc, alpha: float, block: int) -> trtp.TensorDesc:
+    def _desc(x: trtp.TensorDesc, alpha: F32, block: I32) -> trtp.TensorDesc:
         return x.like()
 
     @trtp.aot_impl(f"{ns}::p")
-    def _aot(x: trtp.TensorDesc, block: int, outputs: Tuple[trtp.TensorDesc], tactic: int
+    def _aot(x: trtp.TensorDesc, block: I32, outputs: Tuple[trtp.TensorDesc], tactic: int
              ) -> Tuple[str, str, trtp.KernelLaunchParams, trtp.SymIntExprs]:
         return "k", "p", trtp.KernelLaunchParams(), trtp.SymIntExprs(0)
 
@@ -271,7 +359,7 @@ def test_both_impls_need_a_preference(qdp):
     assert [f.name for f in jit.serialized_fields] == ["alpha"]  # only impl's attributes
     jit.enqueue([0x1000], [0x2000], stream=7)
     (x, alpha, outputs, stream), = calls
-    assert (tuple(x.shape), x.data_ptr, alpha, stream) == ((2, 3), 0x1000, 0.5, 7)
+    assert (tuple(x.shape), x.data_ptr, alpha.tolist(), stream) == ((2, 3), 0x1000, [0.5], 7)
     assert tuple(outputs[0].shape) == (2, 3) and outputs[0].data_ptr == 0x2000
 
 
@@ -296,9 +384,14 @@ def test_shape_expr_arithmetic(qdp):
         assert qdp.evaluate(n == 5, n=5) == 1 and qdp.evaluate(n < 5, n=5) == 0
         assert k.is_constant and k.constant_value() == 8 and not n.is_constant
         with pytest.raises(TypeError):
-            2 * n  # no reflected operators in 11.4
-        with pytest.raises(RuntimeError):
-            bool(n == 5)  # symbolic comparisons cannot be branched on
+            2 * n  # no reflected operators (10.15 to 11.4)
+        if has_fix(qdp, "expr_bool"):
+            with pytest.raises(RuntimeError):
+                bool(n == 5)  # symbolic comparisons cannot be branched on
+            assert bool(k == 8) and not bool(k == 7)  # constant ones can
+        else:  # no __bool__: every expression is truthy, whatever it evaluates to
+            assert qdp.evaluate(n == 4, n=5) == 0 and bool(n == 4) is True
+            assert qdp.evaluate(k == 7) == 0 and bool(k == 7) is True
 
         shape = trtp.ShapeExprs(2)
         shape[0] = n * 2

@@ -7,10 +7,16 @@ so that real Torch-TensorRT and NVIDIA's QDP layer run unmodified on a machine w
 TensorRT. It never imports ``trt_kernels``: a process may use it to reload an engine without
 the library that declared the engine's kernels.
 
-Strict, not permissive: every class, method and enum member here exists in TensorRT 11.4's
-bindings (``tests/test_trt_emulator_names.py`` checks them against the identifiers in the
-wheel's ``tensorrt.so``) except the two in ``_COMPAT``; every other name is an
-``AttributeError`` naming it; a layer kind that is not emulated fails the build naming its kind.
+It models the TensorRT version of the bindings wheel it runs under (``_version``: 10.15.x, the
+version Torch-TensorRT 2.11 requires, or 11.x, the line of Torch-TensorRT 2.13/2.14): names and enum
+values are that line's.
+
+Strict, not permissive: every class, method and enum member here exists in the emulated version's
+bindings (``tests/test_trt_emulator_names.py`` checks them against the identifiers in that wheel's
+``tensorrt.so``); every other name is an ``AttributeError`` naming it, and saying whether the
+emulated TensorRT lacks it (``IAlgorithmSelector`` under 11.x: "does not exist in TensorRT 11.0.0.114
+(removed in 11.0)") or the emulator does ("is not implemented by the TensorRT emulator"); a layer
+kind that is not emulated fails the build naming its kind.
 Names beginning with ``_`` are the emulator's own.
 """
 
@@ -27,24 +33,18 @@ from ._plugin import (DynamicPluginTensorDesc, IPluginCreatorV3Quick, IPluginReg
                       IPluginV3, IPluginV3QuickAOTBuild, IPluginV3QuickBuild, IPluginV3QuickCore,
                       IPluginV3QuickRuntime, ISymExpr, PluginField, PluginFieldCollection, PluginTensorDesc)
 from ._strict import Strict as _Strict
+from . import _version
 
 globals().update(_ENUMS)
 
-#: what Torch-TensorRT 2.11 (built for TensorRT 10.x) needs that TensorRT 11.4 no longer has, and why
-#: each is here anyway; every other public name exists in TensorRT 11.4
-_COMPAT = {
-    "IAlgorithmSelector": "class removed in TensorRT 11; Torch-TensorRT 2.11 names it in annotations evaluated "
-                          "at import (dynamo/conversion/_TRTInterpreter.py). A placeholder: never used",
-    "ITensor.dtype (setter)": "read-only in TensorRT 11; Torch-TensorRT 2.11 assigns every output its own dtype "
-                              "(_TRTInterpreter.output). Assigning the current dtype is accepted, any other refused",
-}
+if _version.PROFILE == "10.15":
+    class IAlgorithmSelector:
+        """Interface users subclass (``select_algorithms``, ``report_algorithms``); TensorRT 10.x only (11.0
+        removed it). Torch-TensorRT 2.11 names it in annotations evaluated at import. The emulator builds
+        without consulting one (it has no algorithms to choose among)."""
 
-
-class IAlgorithmSelector:
-    """Placeholder (see ``_COMPAT``): the class exists so that Torch-TensorRT 2.11 imports."""
-
-    def __init__(self, *args, **kwargs):
-        raise TypeError("IAlgorithmSelector was removed in TensorRT 11 and is not emulated")
+        def __init__(self, *args, **kwargs):
+            pass
 
 
 class IOutputAllocator:
@@ -90,12 +90,14 @@ __all__ = sorted(
         "ITensor", "Weights", "DynamicPluginTensorDesc", "IPluginCreatorV3Quick", "IPluginRegistry", "IPluginV2",
         "IPluginV3", "IPluginV3QuickAOTBuild", "IPluginV3QuickBuild", "IPluginV3QuickCore",
         "IPluginV3QuickRuntime", "ISymExpr", "PluginField", "PluginFieldCollection", "PluginTensorDesc",
-        "IAlgorithmSelector", "IOutputAllocator", "IProgressMonitor", "OnnxParser", "get_plugin_registry",
+        "IOutputAllocator", "IProgressMonitor", "OnnxParser", "get_plugin_registry",
         "init_libnvinfer_plugins", "float32", "float16", "bfloat16", "int8", "int32", "int64", "uint8", "bool",
         "fp8", "int4", "fp4", "e8m0",
-    ]
+    ] + (["IAlgorithmSelector"] if _version.PROFILE == "10.15" else [])
 )
 
 
 def __getattr__(name):
-    raise AttributeError(f"tensorrt.{name} is not implemented by the TensorRT emulator (trt_kernels.testing)")
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(_version.missing(name))

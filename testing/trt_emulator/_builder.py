@@ -38,7 +38,7 @@ from ._logging import report
 from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, INetworkDefinition, IPluginV3Layer, ITensor,
                        dim_symbol)
 from ._plugin import DynamicPluginTensorDesc, LaunchParamsSink, PluginTensorDesc, SymExprSetter, field_to_json
-from ._strict import Strict, unpicklable
+from ._strict import Strict, missing_member, unpicklable
 
 #: plugin id ("ns::name") -> tactic that builds must choose (set through trt_kernels.testing.force_tactic)
 FORCED_TACTICS: Dict[str, int] = {}
@@ -122,7 +122,7 @@ class IBuilderConfig(Strict):
 
     def __setattr__(self, name, value):
         if name not in _KNOBS:
-            raise AttributeError(f"tensorrt.IBuilderConfig.{name} is not implemented by the TensorRT emulator")
+            raise AttributeError(missing_member(IBuilderConfig, name))
         self._knobs[name] = value
 
     # flags and memory pools
@@ -183,7 +183,7 @@ class Builder(Strict):
         return self._logger
 
     def create_network(self, flags: int = 0) -> INetworkDefinition:
-        return INetworkDefinition(int(flags))
+        return INetworkDefinition(int(flags), self._logger)
 
     def create_builder_config(self) -> IBuilderConfig:
         return IBuilderConfig()
@@ -561,7 +561,9 @@ class _Build:
                 # compute capability): the emulated TensorRT's version and the build device's compute
                 # capability ("9.0" for a build without a GPU, which targets sm_90: see _device)
                 "tensorrt_version": _version.VERSION, "compute_capability": self.device.compute,
-                "config": {"flags": self.cfg.flags, "profiling_verbosity": self.cfg.profiling_verbosity.name,
+                # flags by name: their values differ between TensorRT 10.15 and 11
+                "config": {"flags": [f.name for f in BuilderFlag if self.cfg.get_flag(f)],
+                           "profiling_verbosity": self.cfg.profiling_verbosity.name,
                            "pools": {k.name: v for k, v in self.cfg._pools.items()}}}
 
 

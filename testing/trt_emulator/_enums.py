@@ -1,17 +1,35 @@
-"""The enums of the TensorRT 11.4 Python bindings that the emulator exposes.
+"""The enums of TensorRT's Python bindings that the emulator exposes, as the emulated version has them.
 
 pybind11 enums behave like this, and so do these: members are instances of their enum,
 ``int()``/``operator.index`` give the value, ``.name``/``.value``/``__members__`` exist,
 ``==`` with anything that is not a member of the same enum is ``False`` (never an error),
 members hash by value, and "arithmetic" enums (flags) also support ``|``, ``&`` and ordering.
-Only members that exist in TensorRT 11.4 are listed (values from its headers); a member
-TensorRT 11 removed (``BuilderFlag.FP16``, ...) is absent, so using it fails as it would there.
+Members and values follow the emulated line (``_version.PROFILE``; values from NVIDIA's
+``NvInfer.h`` of that line): under 11.x a member TensorRT 11 removed (``BuilderFlag.FP16``, ...)
+is absent and using it fails naming the version, and where the two lines number a flag
+differently (``NetworkDefinitionCreationFlag``, ``BuilderFlag``) each gets its own values, so a
+flag word built under one line means what that line's TensorRT would read from it.
 """
 
 import enum
 
+from . import _version
 
-class _PybindEnum(enum.Enum):
+
+class _PybindEnumMeta(enum.EnumMeta):
+    """A missing member says whether the emulated TensorRT lacks it (another line has it) or the
+    emulator left it out, as the emulated classes do (see ``_strict``)."""
+
+    def __getattr__(cls, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        members = cls.__dict__.get("_member_map_", {})
+        if name in members:
+            return members[name]
+        raise AttributeError(_version.missing(f"{cls.__name__}.{name}"))
+
+
+class _PybindEnum(enum.Enum, metaclass=_PybindEnumMeta):
     def __int__(self):
         return self.value
 
@@ -80,9 +98,12 @@ TensorRTPhase = _make("TensorRTPhase", dict(BUILD=0, RUNTIME=1))
 PluginCapabilityType = _make("PluginCapabilityType", dict(CORE=0, BUILD=1, RUNTIME=2))
 PluginArgType = _make("PluginArgType", dict(INT=0))
 PluginArgDataType = _make("PluginArgDataType", dict(INT8=0, INT16=1, INT32=2))
-NetworkDefinitionCreationFlag = _make("NetworkDefinitionCreationFlag",
-                                      dict(STRONGLY_TYPED=0, PREFER_JIT_PYTHON_PLUGINS=1, PREFER_AOT_PYTHON_PLUGINS=2),
-                                      arithmetic=True)
+if _version.PROFILE == "10.15":
+    # NvInfer.h of 10.15: kEXPLICIT_BATCH (deprecated, ignored) = 0, kSTRONGLY_TYPED = 1, ...
+    _NETWORK_FLAGS = dict(EXPLICIT_BATCH=0, STRONGLY_TYPED=1, PREFER_JIT_PYTHON_PLUGINS=2, PREFER_AOT_PYTHON_PLUGINS=3)
+else:
+    _NETWORK_FLAGS = dict(STRONGLY_TYPED=0, PREFER_JIT_PYTHON_PLUGINS=1, PREFER_AOT_PYTHON_PLUGINS=2)
+NetworkDefinitionCreationFlag = _make("NetworkDefinitionCreationFlag", _NETWORK_FLAGS, arithmetic=True)
 Severity = _make("Severity", dict(INTERNAL_ERROR=0, ERROR=1, WARNING=2, INFO=3, VERBOSE=4))
 SerializationFlag = _make("SerializationFlag", dict(EXCLUDE_WEIGHTS=0, EXCLUDE_LEAN_RUNTIME=1, INCLUDE_REFIT=2),
                           arithmetic=True)
@@ -110,13 +131,24 @@ TensorIOMode = _make("TensorIOMode", dict(NONE=0, INPUT=1, OUTPUT=2))
 TensorLocation = _make("TensorLocation", dict(DEVICE=0, HOST=1))
 HardwareCompatibilityLevel = _make("HardwareCompatibilityLevel", dict(NONE=0, AMPERE_PLUS=1,
                                                                       SAME_COMPUTE_CAPABILITY=2))
-BuilderFlag = _make("BuilderFlag", dict(DEBUG=2, GPU_FALLBACK=3, REFIT=4, DISABLE_TIMING_CACHE=5, TF32=6,
-                                        SPARSE_WEIGHTS=7, SAFETY_SCOPE=8, DIRECT_IO=11, VERSION_COMPATIBLE=12,
-                                        EXCLUDE_LEAN_RUNTIME=13, ERROR_ON_TIMING_CACHE_MISS=15,
-                                        DISABLE_COMPILATION_CACHE=17, STRIP_PLAN=18, REFIT_IDENTICAL=19,
-                                        WEIGHT_STREAMING=20, REFIT_INDIVIDUAL=22, STRICT_NANS=23,
-                                        MONITOR_MEMORY=24, EDITABLE_TIMING_CACHE=26, DISTRIBUTIVE_INDEPENDENCE=27),
-                    arithmetic=True)
+if _version.PROFILE == "10.15":
+    # NvInfer.h of 10.15; the precision flags are deprecated there and gone in 11. kWEIGHTLESS is an alias of
+    # kSTRIP_PLAN bound first, so (as with pybind11, which names a value by its first binding) the member's
+    # name is WEIGHTLESS
+    _BUILDER_FLAGS = dict(FP16=0, INT8=1, DEBUG=2, GPU_FALLBACK=3, REFIT=4, DISABLE_TIMING_CACHE=5, TF32=6,
+                          SPARSE_WEIGHTS=7, SAFETY_SCOPE=8, OBEY_PRECISION_CONSTRAINTS=9,
+                          PREFER_PRECISION_CONSTRAINTS=10, DIRECT_IO=11, REJECT_EMPTY_ALGORITHMS=12,
+                          VERSION_COMPATIBLE=13, EXCLUDE_LEAN_RUNTIME=14, FP8=15, ERROR_ON_TIMING_CACHE_MISS=16,
+                          BF16=17, DISABLE_COMPILATION_CACHE=18, WEIGHTLESS=19, STRIP_PLAN=19, REFIT_IDENTICAL=20,
+                          WEIGHT_STREAMING=21, INT4=22, REFIT_INDIVIDUAL=23, STRICT_NANS=24, MONITOR_MEMORY=25,
+                          FP4=26, EDITABLE_TIMING_CACHE=27, DISTRIBUTIVE_INDEPENDENCE=28)
+else:
+    _BUILDER_FLAGS = dict(DEBUG=2, GPU_FALLBACK=3, REFIT=4, DISABLE_TIMING_CACHE=5, TF32=6, SPARSE_WEIGHTS=7,
+                          SAFETY_SCOPE=8, DIRECT_IO=11, VERSION_COMPATIBLE=12, EXCLUDE_LEAN_RUNTIME=13,
+                          ERROR_ON_TIMING_CACHE_MISS=15, DISABLE_COMPILATION_CACHE=17, STRIP_PLAN=18,
+                          REFIT_IDENTICAL=19, WEIGHT_STREAMING=20, REFIT_INDIVIDUAL=22, STRICT_NANS=23,
+                          MONITOR_MEMORY=24, EDITABLE_TIMING_CACHE=26, DISTRIBUTIVE_INDEPENDENCE=27)
+BuilderFlag = _make("BuilderFlag", _BUILDER_FLAGS, arithmetic=True)
 LayerType = _make("LayerType", dict(CAST=1, ELEMENTWISE=9, SHUFFLE=13, CONSTANT=19, IDENTITY=20, PLUGIN_V2=21,
                                     PLUGIN_V3=46))
 

@@ -8,12 +8,15 @@ copies of inputs), ``add_identity`` and ``add_constant``. Every other ``add_*`` 
 
 import ctypes
 import itertools
+import warnings
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from . import _version
 from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
-from ._enums import DataType, ITEMSIZE, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest
+from ._enums import DataType, ITEMSIZE, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest, Severity
+from ._logging import report
 from ._strict import Strict, unpicklable
 
 _NP = {DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8, DataType.INT32: np.int32,
@@ -42,18 +45,37 @@ class ITensor(Strict):
     def name(self, value: str) -> None:
         self._name = str(value)
 
-    @property
-    def dtype(self):
+    def _get_dtype(self):
         return self._dtype
 
-    @dtype.setter
-    def dtype(self, value):
-        # TensorRT 11 made ITensor.dtype read-only; Torch-TensorRT 2.11 (built for TensorRT 10.x) assigns
-        # every output's dtype, in practice its current one. Compatibility: accept exactly that, refuse
-        # any change (which TensorRT 11 cannot express either). See _COMPAT in __init__.
-        if value != self._dtype:
-            raise TypeError(f"ITensor.dtype is read-only in TensorRT 11: cannot change {self._name!r} from "
-                            f"{self._dtype} to {value}; add a cast layer (INetworkDefinition.add_cast)")
+    def _set_dtype(self, value):
+        """TensorRT 10.x's ``ITensor::setType`` (deprecated in 10.12; 11.0 removed the setter): a network
+        input takes the type; any other tensor keeps its inferred type. Setting that same type is
+        tolerated; on a strongly typed network another type is an error reported through the logger, and
+        the type is not updated. (On a weakly typed network TensorRT converts an output to the type set;
+        the emulator does not emulate that conversion and says so.)"""
+        warnings.warn("setting ITensor.dtype is deprecated since TensorRT 10.12 (superseded by strong typing)",
+                      DeprecationWarning, stacklevel=2)
+        if not isinstance(value, DataType):
+            raise TypeError(f"ITensor.dtype: expected a tensorrt.DataType, got {value!r}")
+        if self.is_network_input or value == self._dtype:
+            self._dtype = value
+            return
+        net = self._network
+        if net.get_flag(NetworkDefinitionCreationFlag.STRONGLY_TYPED):
+            report(net._logger, Severity.ERROR,
+                   f"ITensor::setType (TensorRT emulator): {self._name!r} is not a network input of a strongly typed "
+                   f"network, so its type is inferred ({self._dtype.name}); {value.name} was not applied")
+            return
+        raise NotImplementedError(f"ITensor.dtype: converting {self._name!r} from {self._dtype.name} to {value.name} "
+                                  "on a weakly typed network is not emulated by the TensorRT emulator (build the "
+                                  "network strongly typed, or add a cast layer)")
+
+    if _version.PROFILE == "10.15":
+        dtype = property(_get_dtype, _set_dtype)
+    else:  # read-only from TensorRT 11.0
+        dtype = property(_get_dtype)
+    del _get_dtype, _set_dtype
 
     @property
     def shape(self) -> Dims:
@@ -235,8 +257,9 @@ _network_ids = itertools.count()
 
 @unpicklable
 class INetworkDefinition(Strict):
-    def __init__(self, flags: int = 0):
+    def __init__(self, flags: int = 0, logger=None):
         self._flags = int(flags)
+        self._logger = logger  # the builder's, for errors TensorRT reports while the network is defined
         self._inputs: List[ITensor] = []
         self._outputs: List[ITensor] = []
         self._layers: List[ILayer] = []

@@ -24,7 +24,8 @@ import zipfile
 from typing import Optional, Tuple
 
 BINDINGS_DIST = "tensorrt-cu13-bindings"
-BINDINGS_VERSION = "11.4.0.106"
+#: the version the ``test`` extra pins (Torch-TensorRT 2.13's, for CI's torch 2.13)
+BINDINGS_VERSION = "11.0.0.114"
 INSTALL_HINT = f"pip install --no-deps {BINDINGS_DIST}=={BINDINGS_VERSION}"
 #: a folder holding ``plugin/__init__.py`` (an unzipped wheel's ``tensorrt_bindings``, or its
 #: parent), or the ``.whl`` file itself; otherwise the installed ``tensorrt_bindings`` is used
@@ -86,10 +87,6 @@ def modeled(version: str) -> bool:
     return len(parts) >= 2 and (f"{parts[0]}.{parts[1]}" in MODELED or parts[0] in MODELED)
 
 
-def _strict_getattr(name):
-    raise AttributeError(f"tensorrt.{name} is not implemented by the TensorRT emulator (trt_kernels.testing)")
-
-
 def load() -> types.ModuleType:
     """Build ``tensorrt`` (NVIDIA's package over the emulated native module) into ``sys.modules``.
 
@@ -118,7 +115,7 @@ def load() -> types.ModuleType:
         pspec.loader.exec_module(pkg)  # NVIDIA's __init__: "from .tensorrt import *" finds the emulator
         pkg.tensorrt = native
         pkg.__emulated__ = f"libnvinfer emulated (TensorRT {version} Python API) by trt_kernels.testing, not TensorRT"
-        pkg.__getattr__ = _strict_getattr
+        pkg.__getattr__ = native.__getattr__  # a missing name: does the emulated version lack it, or the emulator?
         return pkg
     except BaseException:
         for k in [k for k in sys.modules if k == "tensorrt" or k.startswith("tensorrt.")]:
