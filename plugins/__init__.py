@@ -171,6 +171,12 @@ def _register_op(kop) -> None:
             _LOG.warning("trt_kernels: %s: %s", kop.op_name, kop.trt["plugin"])
             return
         else:
+            why_not = PluginBuilder(kop, trt, trtp).unsupported_outputs()
+            if why_not:
+                kop.trt["plugin"] = f"not registered: {why_not}"
+                kop.trt["converter"] = "not registered (no plugin)"
+                _LOG.info("trt_kernels: %s: no TensorRT plugin: %s", kop.op_name, why_not)
+                return
             try:
                 builder, status = register_plugin_builder(kop, trt, trtp)
             except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable

@@ -118,6 +118,25 @@ class PluginBuilder:
     def kop_or_none(self) -> Optional[KernelOp]:
         return self._kop
 
+    def unsupported_outputs(self) -> Optional[str]:
+        """Why TensorRT cannot hold this op's plugin layer, or None: a plugin output of dtype bool or
+        uint8 (TensorRT's IPluginV3OneBuild::getOutputDataTypes: "DataType::kBOOL and
+        DataType::kUINT8 are not supported")."""
+        kop = self.kop
+        for kdt in kop.dtypes:
+            if kop.has_plan_outputs:
+                outs = io_dtypes_for(kop, kdt)[len(kop.v.tensor_decls):]
+                names = [o.name for o in kop.spec.outputs]
+            else:
+                outs = [m.dtype for m in self._meta_outputs(tuple(d.ndim or 1 for d in kop.v.tensor_decls))]
+                names = [f"output {i}" for i in range(len(outs))]
+            for name, dt in zip(names, outs):
+                if dt in (torch.bool, torch.uint8):
+                    return (f"output {name!r} is {str(dt).replace('torch.', '')}, which TensorRT plugins cannot "
+                            "produce (only bool/uint8-free plugin outputs are supported); the op stays in PyTorch "
+                            "inside Torch-TensorRT graphs")
+        return None
+
     def signature(self) -> tuple:
         """What TensorRT's plugin registry fixed when the plugin was registered: the descriptor's inputs
         and attributes, the number of outputs and whether there is an AOT implementation."""

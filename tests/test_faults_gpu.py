@@ -104,3 +104,33 @@ def test_unregistered_op_raises_ours_and_comes_back():
         stale(x)
     ttk.cuda_kernel_op(name, sigmoid_spec())
     torch.testing.assert_close(stale(x), torch.sigmoid(x), atol=1e-6, rtol=1e-5)
+
+
+BIG_SMEM = r"""
+extern "C" __global__ void rev_block(const float* x, int n, float* y) {
+  extern __shared__ float buf[];  // 16384 floats = 64 KB: over the 48 KB a launch gets without the opt-in
+  int base = blockIdx.x * 16384;
+  for (int j = threadIdx.x; j < 16384; j += blockDim.x) buf[j] = (base + j < n) ? x[base + j] : 0.f;
+  __syncthreads();
+  for (int j = threadIdx.x; j < 16384; j += blockDim.x)
+    if (base + j < n) y[base + j] = buf[16383 - j] + x[base + j];
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 16383, 16384, 40000])
+def test_dynamic_shared_memory_over_48k_launches(n):
+    """64 KB of dynamic shared memory: the eager launch raises the function's limit first (CUDA refuses
+    the launch otherwise)."""
+    name = unique("ttk_fgpu")
+    spec = sigmoid_spec(kernel_source=BIG_SMEM, kernel_name="rev_block",
+                        geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 16384),), block=(256,), shared_mem=65536))
+    op = ttk.cuda_kernel_op(name, spec)
+    x = torch.randn(n, device="cuda")
+    ref = torch.empty_like(x)
+    for b in range(0, n, 16384):
+        chunk = x[b:b + 16384]
+        padded = torch.zeros(16384, device="cuda")
+        padded[:chunk.numel()] = chunk
+        ref[b:b + 16384] = padded.flip(0)[:chunk.numel()] + chunk
+    torch.testing.assert_close(op(x), ref, atol=0, rtol=0)

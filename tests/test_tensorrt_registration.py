@@ -7,6 +7,7 @@ import sys
 import types
 
 import pytest
+import torch
 
 import trt_kernels as ttk
 from trt_kernels import plugins, registry
@@ -120,3 +121,28 @@ def test_pairing_follows_torch_tensorrt_requirements(trt, ttrt, ok):
     assert (problem is None) == ok
     if problem:
         assert f"torch_tensorrt {ttrt} requires TensorRT" in problem and "pip install" in problem
+
+
+def test_bool_or_uint8_outputs_get_no_plugin(trt_side):
+    """TensorRT plugins cannot produce bool/uint8 outputs (getOutputDataTypes): such an op is left to
+    PyTorch (no plugin, no converter) and status says why, instead of a build TensorRT refuses."""
+    env, converters = trt_side
+    src = 'extern "C" __global__ void m(const float* x, int n, bool* y) {}'
+    name = unique("ttk_reg")
+    ttk.cuda_kernel_op(name, sigmoid_spec(kernel_source=src, kernel_name="m",
+                                          outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype=torch.bool)]))
+    kop = registry.get(name)
+    assert kop.trt["plugin"].startswith("not registered: output 'y' is bool") and kop.overload not in converters
+    assert not hasattr(getattr(env.trtp.op, kop.namespace, None), kop.name)
+
+
+def test_constant_shared_memory_over_48k_is_jit_only(trt_side):
+    env, converters = trt_side
+    src = 'extern "C" __global__ void k(const float* x, int n, float* y) {}'
+    name = unique("ttk_reg")
+    ttk.cuda_kernel_op(name, sigmoid_spec(kernel_source=src, kernel_name="k",
+                                          geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 256),), block=(256,),
+                                                              shared_mem=65536)))
+    kop = registry.get(name)
+    assert kop.trt["aot"] == "no" and "65536 bytes, over the 49152" in kop.trt["plugin"]
+    assert kop.overload in converters  # the JIT plugin still puts the op in the engine

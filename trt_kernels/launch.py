@@ -110,10 +110,13 @@ class PrimaryContext:
 class LoadedKernel:
     """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device."""
 
-    def __init__(self, image: bytes, symbol: str, label: str):
+    def __init__(self, image: bytes, symbol: str, label: str, raise_dynamic_smem: bool = False):
         self.image = image
         self.symbol = symbol
         self.label = label
+        # a launch may ask for more than 48 KB of dynamic shared memory: raise the function's limit
+        # to what the device allows (CUDA refuses such a launch without this opt-in)
+        self.raise_dynamic_smem = raise_dynamic_smem
         self._library = None
         self._kernel = None
         self._functions: Dict[int, object] = {}
@@ -153,6 +156,17 @@ class LoadedKernel:
 
     def _configure(self, cu, f) -> None:
         """Set function attributes before ``f`` is handed out (under its device's context)."""
+        if not self.raise_dynamic_smem:
+            return
+        attr = cu.CUfunction_attribute
+        static = check(cu.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+                       f"{self.label}: cuFuncGetAttribute(SHARED_SIZE_BYTES)")
+        dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
+        optin = check(cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+            "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)")
+        check(cu.cuFuncSetAttribute(f, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(optin) - int(static)),
+              f"{self.label}: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
 
 _ALIGN = {"Q": 8, "q": 8, "i": 4, "I": 4, "f": 4, "?": 1, "b": 1, "B": 1, "h": 2, "H": 2}

@@ -19,7 +19,9 @@ from .compile import CompiledProgram, cached_program, compile_program, default_a
 from .errors import NoCudaDeviceError, SpecError
 from .launch import LoadedKernel, ParamPack
 from .plan import LaunchPlan, build_plan, tactic_count
-from .spec import KernelSpec, Validated, kernel_name_for
+from .expr import Const, Expr, lift
+from .limits import STATIC_SHARED_MEM
+from .spec import Custom, KernelSpec, Validated, kernel_name_for
 
 _LOG = logging.getLogger("trt_kernels")
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
@@ -193,6 +195,27 @@ class KernelOp:
     def tactics(self) -> int:
         return tactic_count(self.spec)
 
+    @property
+    def dynamic_shared_mem(self) -> Optional[Expr]:
+        """The geometry's dynamic shared memory when it is not a constant within 48 KB (None): such a
+        kernel's eager launch raises its function's limit first."""
+        g = self.spec.geometry
+        if not isinstance(g, Custom):
+            return None
+        smem = lift(g.shared_mem)
+        if isinstance(smem, Const) and smem.value <= STATIC_SHARED_MEM:
+            return None
+        return smem
+
+    @property
+    def aot_unavailable(self) -> Optional[str]:
+        """Why the TensorRT plugin cannot use an AOT impl, or None."""
+        smem = self.dynamic_shared_mem
+        if isinstance(smem, Const) and self.aot_fn is None:
+            return (f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a launch may use without "
+                    "cuFuncSetAttribute's opt-in, which TensorRT's AOT plugin launch is not known to make")
+        return None
+
     # ----- eager loading -----
     def loaded_kernel(self, dtype: torch.dtype, device: int) -> LoadedKernel:
         """The kernel image for ``dtype`` compiled for ``device``'s arch (CUBIN; PTX for ptx_op)."""
@@ -201,11 +224,13 @@ class KernelOp:
         key = (dtype, arch)
         lk = self._loaded.get(key)
         if lk is None:
+            big = self.dynamic_shared_mem is not None
             if self.ptx is not None:
-                lk = LoadedKernel(self.ptx + b"\x00", self.spec.kernel_name, self.op_name)
+                lk = LoadedKernel(self.ptx + b"\x00", self.spec.kernel_name, self.op_name, raise_dynamic_smem=big)
             else:
                 prog = self.program(arch)
-                lk = LoadedKernel(prog.cubin, prog.lowered[self.name_expression(dtype)], self.op_name)
+                lk = LoadedKernel(prog.cubin, prog.lowered[self.name_expression(dtype)], self.op_name,
+                                  raise_dynamic_smem=big)
             self._loaded[key] = lk
         return lk
 
