@@ -28,7 +28,6 @@ import struct
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 from trt_kernels.dtypes import trt_name
@@ -48,13 +47,27 @@ from .shapes import TrtEvaluator, autotune_type_string, io_dtypes_for, torch_dty
 # attribute cannot be created on TensorRT 10.15 (torch 2.11's) or 11.0/11.1 with a current numpy.
 # Array attributes take another path there (``field.data.astype(dtype)``) in every version. bool
 # attributes are unaffected (``bool()`` of a one-element array is allowed) and stay ``bool``.
-_ATTR_ARRAY = {float: np.float32, int: np.int32}
+# The annotation is a class, not ``numpy.typing.NDArray[...]``: TensorRT's validator before 11.2 calls
+# ``issubclass(annotation, TensorDesc)`` on every parameter without checking for a class first, which
+# raises TypeError for a generic alias on Python 3.12 (seen over NVIDIA's 10.15.1 layer on the H100).
+# The classes carry ``__origin__`` / ``__args__`` as ``NDArray[dtype]`` does, which is what every
+# version's ``_is_numpy_array`` / ``_infer_numpy_type`` read.
+def _array_annotation(np_type) -> type:
+    name = f"{np.dtype(np_type).name.capitalize()}Attribute"
+    return type(name, (np.ndarray,), {"__origin__": np.ndarray, "__args__": (Any, np.dtype[np_type]),
+                                      "__module__": __name__,
+                                      "__doc__": f"A plugin attribute: a one-element {np.dtype(np_type).name} array."})
+
+
+Float32Attribute = _array_annotation(np.float32)
+Int32Attribute = _array_annotation(np.int32)
+_ATTR_ARRAY = {float: (np.float32, Float32Attribute), int: (np.int32, Int32Attribute)}
 
 
 def attr_annotation(py_type: type):
     """The plugin attribute annotation of a scalar input of ``py_type``."""
-    np_type = _ATTR_ARRAY.get(py_type)
-    return npt.NDArray[np_type] if np_type is not None else py_type
+    entry = _ATTR_ARRAY.get(py_type)
+    return entry[1] if entry is not None else py_type
 
 
 def attr_value(decl, value):
@@ -68,9 +81,10 @@ def attr_value(decl, value):
 
 def attr_field(decl, value):
     """What the converter passes to ``trtp.op.ns.name(..., name=value)`` for a scalar input."""
-    np_type = _ATTR_ARRAY.get(decl.py_type)
-    if np_type is None:
+    entry = _ATTR_ARRAY.get(decl.py_type)
+    if entry is None:
         return decl.py_type(value)
+    np_type = entry[0]
     if np_type is np.int32 and not -(2**31) <= int(value) < 2**31:
         raise InputError(f"scalar {decl.name!r} = {value} does not fit a 32-bit C int")
     return np.array([value], dtype=np_type)

@@ -245,8 +245,10 @@ class Standin:
         out = dict(attrs)
         for key, value in attrs.items():
             ann = (desc.input_attrs or {}).get(key) if desc is not None else None
-            if typing.get_origin(ann) is np.ndarray and isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[key] = np.array([value], dtype=typing.get_args(typing.get_args(ann)[1])[0])
+            origin = typing.get_origin(ann) or getattr(ann, "__origin__", None)
+            if origin is np.ndarray and isinstance(value, (int, float)) and not isinstance(value, bool):
+                args = typing.get_args(ann) or ann.__args__  # NDArray[dtype], or a class carrying the same
+                out[key] = np.array([value], dtype=typing.get_args(args[1])[0])
         return out
 
     def build(self, plugin_id: str, inputs: Sequence[Tuple[Any, Sequence[int]]] = (),

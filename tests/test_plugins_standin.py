@@ -2,6 +2,7 @@
 NVIDIA's validators accept our descriptor / aot_impl / impl / autotune, and what TensorRT would
 build (output shapes, grid, block, extra args, kernel name, PTX) equals the plan's eager values."""
 
+import inspect
 import sys
 import types
 import typing
@@ -98,9 +99,11 @@ def test_scalar_attributes_are_one_element_arrays(env):
     kop = declare(mixed_spec())
     register_plugin(kop, env.trt, env.trtp)
     attrs = sys.modules["tensorrt.plugin._lib"].QDP_REGISTRY[kop.op_name].input_attrs
-    assert [str(np.dtype(typing.get_args(typing.get_args(attrs[n])[1])[0])) for n in ("alpha", "k")] == \
-        ["float32", "int32"]
+    assert [str(np.dtype(typing.get_args(attrs[n].__args__[1])[0])) for n in ("alpha", "k")] == ["float32", "int32"]
     assert attrs["flag"] is bool
+    # classes, not generic aliases: TensorRT's validator before 11.2 calls issubclass() on every annotation,
+    # which a generic alias (numpy.typing.NDArray[...]) fails on Python 3.12
+    assert all(inspect.isclass(attrs[n]) and not issubclass(attrs[n], env.trtp.TensorDesc) for n in ("alpha", "k"))
     res = env.build(kop.op_name, inputs=[("FP32", (10,)), ("FP32", (10,))], attrs={"alpha": 1.5, "k": -7, "flag": True})
     assert res.extra_arg_values[:3] == [float_bits(1.5), -7, 1]
 
