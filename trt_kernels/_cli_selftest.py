@@ -79,9 +79,14 @@ def skip_reasons() -> Dict[str, Optional[str]]:
     em = emulation_unavailable_reason()
     if em is not None:
         reasons["torch_tensorrt_emulated"] = em
-    for mod, pip in (("tensorrt", "tensorrt"), ("torch_tensorrt", "torch-tensorrt")):
+    import torch
+
+    minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    for mod in ("tensorrt", "torch_tensorrt"):
         if importlib.util.find_spec(mod) is None:
-            reasons["tensorrt"] = f"{mod} is not installed (pip install {pip}; see README, TensorRT)"
+            reasons["tensorrt"] = (f"{mod} is not installed (pip install 'trt-kernels[tensorrt]' "
+                                   f"'torch-tensorrt=={minor}.*', which brings the TensorRT it requires; "
+                                   "see README, TensorRT)")
             break
     return reasons
 
