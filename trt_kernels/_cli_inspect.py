@@ -71,19 +71,9 @@ def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
 
 def fmt_expr(e, names: Sequence[str]) -> str:
     """A plan expression with ``in0.shape[1]`` written as ``x.shape[1]``."""
-    from .expr import BinOp, Const, Dim, NumelOf
+    from .plan import render
 
-    if isinstance(e, Const):
-        return str(e.value)
-    if isinstance(e, Dim):
-        return f"{names[e.tensor]}.shape[{e.axis}]"
-    if isinstance(e, NumelOf):
-        return f"{names[e.tensor]}.numel()"
-    if isinstance(e, BinOp):
-        a, b = fmt_expr(e.lhs, names), fmt_expr(e.rhs, names)
-        sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(e.op)
-        return f"({a} {sym} {b})" if sym else f"{e.op}({a}, {b})"
-    return str(e)
+    return render(e, names)
 
 
 def parse_ranks(items: Sequence[str]) -> Dict[str, int]:
