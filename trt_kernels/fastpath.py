@@ -341,21 +341,17 @@ def new_shell(op_name: str) -> Callable[..., Any]:
 def _install(shell: Callable[..., Any], src: str, label: str, ns: Dict[str, Any], g: str,
              defaults: Tuple[Any, ...]) -> None:
     """Make ``shell`` run ``src`` (which defines ``dispatch``): names of generation ``g`` are added to
-    its globals first, then its code is swapped, then names of older generations are dropped, so a
-    call racing the swap runs either the old code with the old names or the new code with the new."""
+    its globals first, then its code (and defaults) are swapped, then the names of the generations
+    it replaced point at ``_GONE``, so a call racing the swap runs either the new code with its names
+    or the old code until it looks a name up, which then raises UnregisteredOpError."""
     glb = shell.__globals__
     live = shell.__dict__.get("generation")  # the generation whose code runs until the swap
     glb.update(ns)
     scratch = dict(glb)
     exec(compile(src, label, "exec"), scratch)  # noqa: S102 - our templates and ints only
     code = scratch["dispatch"].__code__
-    if shell.__code__.co_argcount == code.co_argcount:
-        shell.__code__ = code
-        shell.__defaults__ = defaults or None
-    else:  # another arity: defaults first would misalign the old code's arguments
-        shell.__defaults__ = None
-        shell.__code__ = code
-        shell.__defaults__ = defaults or None
+    shell.__code__ = code
+    shell.__defaults__ = defaults or None
     # A call may still be running a replaced generation's code (it lets go of the GIL in the launch):
     # its names stay, pointing at _GONE (no longer at the declaration), so such a call finishes or
     # fails with this package's error; only generations KEPT_GENERATIONS back are dropped.
