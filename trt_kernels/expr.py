@@ -165,7 +165,8 @@ def resolve(e: Expr, leaf: Callable[[Expr], Expr]) -> Expr:
     return leaf(e)
 
 
-_INT_OPS: dict[str, Callable[[int, int], int]] = {
+#: each binary operation on plain ints (constant folding here, constant checks in validation)
+INT_OPS: dict[str, Callable[[int, int], int]] = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
@@ -179,7 +180,7 @@ _INT_OPS: dict[str, Callable[[int, int], int]] = {
 def binop(op: str, a: Expr, b: Expr) -> Expr:
     """A simplifying constructor: folds constants and drops ``x*1``, ``x+0``, ``x//1``."""
     if isinstance(a, Const) and isinstance(b, Const):
-        return Const(_INT_OPS[op](a.value, b.value))
+        return Const(INT_OPS[op](a.value, b.value))
     if isinstance(b, Const):
         if b.value == 1 and op in ("mul", "floordiv", "cdiv"):
             return a

@@ -18,7 +18,7 @@ import torch
 
 from . import dtypes as _dt
 from .errors import SpecError
-from .expr import BinOp, Const, DimSize, Expr, Numel, leaves, lift
+from .expr import INT_OPS, BinOp, Const, DimSize, Expr, Numel, leaves, lift
 from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
 
 # ---------- output shape relations ----------
@@ -501,8 +501,7 @@ def _const_value(e: Expr) -> Optional[int]:
         a, b = _const_value(e.lhs), _const_value(e.rhs)
         if a is None or b is None or (e.op in ("floordiv", "cdiv") and b == 0):
             return None
-        return {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else 0, "cdiv": -(-a // b) if b else 0,
-                "max": max(a, b), "min": min(a, b)}[e.op]
+        return INT_OPS[e.op](a, b)
     return None
 
 
