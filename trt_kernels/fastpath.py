@@ -58,6 +58,12 @@ def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stre
     )
 
 
+def unwritten_error(op_name: str, grid) -> InputError:
+    """The error for a launch whose grid is empty while an output is not (it would stay unwritten)."""
+    return InputError(f"{op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel would leave it "
+                      "unwritten. Fix: make the geometry cover every non-empty output")
+
+
 def scalar_error(kop, args, exc) -> InputError:
     """The clear error for a scalar argument that does not fit its C type."""
     for i, d in enumerate(kop.spec.inputs):
@@ -199,8 +205,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
 
     def unwritten(gx, gy, gz):
-        raise InputError(f"{op}: the grid ({gx}, {gy}, {gz}) is empty but an output is not: the kernel would "
-                         "leave it unwritten. Fix: make the geometry cover every non-empty output")
+        raise unwritten_error(op, (gx, gy, gz))
 
     ns: Dict[str, Any] = {
         f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,

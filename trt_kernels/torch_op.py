@@ -20,7 +20,8 @@ import torch
 from . import dtypes as _dt
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
-from .fastpath import build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error
+from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error,
+                       unwritten_error)
 from .launch import driver
 from .plan import LaunchPlan, concrete
 from .registry import KernelOp
@@ -227,8 +228,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     grid = list(sizes.grid)
     if not all(grid):
         if any(o.numel() for o in outs):
-            raise InputError(f"{kop.op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel would "
-                             "leave it unwritten. Fix: make the geometry cover every non-empty output")
+            raise unwritten_error(kop.op_name, grid)
         return
     vals = [t.data_ptr() for t in tensors]
     vals += [a for a, k in zip(args, kop.v.arg_kinds) if k == "scalar"]

@@ -269,7 +269,7 @@ class TritonKernelOp(KernelOp):
     def launch_into(self, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
         """Launch the kernel of ``tactic`` on ``stream`` into ``outs`` (TensorRT's JIT impl, replay, and eager
         for kernels that need a scratch buffer, which is allocated here on ``stream``)."""
-        from .torch_op import _check_tensor_args, relaunch, scalar_error
+        from .torch_op import _check_tensor_args, relaunch, scalar_error, unwritten_error
 
         kinds = self.v.arg_kinds
         tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
@@ -281,8 +281,7 @@ class TritonKernelOp(KernelOp):
         grid = list(sizes.grid)
         if not all(grid):
             if any(o.numel() for o in outs):
-                raise InputError(f"{self.op_name}: the grid {tuple(grid)} is empty but an output is not: the kernel "
-                                 "would leave it unwritten. Fix: make the grid cover every non-empty output")
+                raise unwritten_error(self.op_name, grid)
             return
         extras = list(sizes.extras)
         vals = [t.data_ptr() for t in tensors] + [a for a, k in zip(args, kinds) if k == "scalar"]
