@@ -42,15 +42,21 @@ PAIRINGS = {(2, 11): ("10.15.1", "10.16"), (2, 12): ("10.16.1", "10.17"), (2, 13
             (2, 14): ("11.1.0", "11.2")}
 
 
+def pairings_text() -> str:
+    """:data:`PAIRINGS` in words: ``torch 2.11 -> TensorRT 10.15.1, 2.12 -> 10.16.1, ...``."""
+    items = [f"{'torch ' if i == 0 else ''}{ma}.{mi} -> {'TensorRT ' if i == 0 else ''}{lo}"
+             for i, ((ma, mi), (lo, _)) in enumerate(sorted(PAIRINGS.items()))]
+    return ", ".join(items)
+
+
 def qdp_usable(version: str) -> Optional[str]:
     """None if TensorRT ``version`` has a usable QDP AOT layer, else the reason it has not."""
     t = _version_tuple(version)
+    fix = f"install the TensorRT your Torch-TensorRT requires ({pairings_text()})"
     if t[:2] == (10, 14):
-        return (f"TensorRT {version}: Torch-TensorRT reports 10.14 broken for QDP plugins; install the TensorRT "
-                "your Torch-TensorRT requires (torch 2.11: torch-tensorrt 2.11 with TensorRT 10.15.1)")
+        return f"TensorRT {version}: Torch-TensorRT reports 10.14 broken for QDP plugins; {fix}"
     if t < (10, 15, 0):
-        return (f"TensorRT {version} is too old for this package's AOT QDP plugins; install the TensorRT your "
-                "Torch-TensorRT requires (torch 2.11: torch-tensorrt 2.11 with TensorRT 10.15.1)")
+        return f"TensorRT {version} is too old for this package's AOT QDP plugins; {fix}"
     return None
 
 
@@ -163,7 +169,8 @@ def _register_op(kop) -> None:
     trt, trtp = _STATE["_modules"]
     with _LOCK:
         entry = _PLUGINS.get(kop.op_name)
-        if entry is not None and entry[0] == PluginBuilder(kop, trt, trtp).signature():
+        builder = PluginBuilder(kop, trt, trtp)
+        if entry is not None and entry[0] == builder.signature():
             entry[1].kop = kop  # the registered plugin serves the new declaration
             kop.trt.update(entry[2])
         elif entry is not None:  # refused by _check_redeclaration unless TensorRT came up in between
@@ -171,14 +178,14 @@ def _register_op(kop) -> None:
             _LOG.warning("trt_kernels: %s: %s", kop.op_name, kop.trt["plugin"])
             return
         else:
-            why_not = PluginBuilder(kop, trt, trtp).unsupported_outputs()
+            why_not = builder.unsupported_outputs()
             if why_not:
                 kop.trt["plugin"] = f"not registered: {why_not}"
                 kop.trt["converter"] = "not registered (no plugin)"
                 _LOG.info("trt_kernels: %s: no TensorRT plugin: %s", kop.op_name, why_not)
                 return
             try:
-                builder, status = register_plugin_builder(kop, trt, trtp)
+                builder, status = register_plugin_builder(kop, trt, trtp, builder)
             except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable
                 kop.trt["plugin"] = f"failed: {type(e).__name__}: {e}"
                 _LOG.warning("trt_kernels: %s: TensorRT plugin registration failed: %s", kop.op_name, e)

@@ -341,9 +341,11 @@ def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
     return register_plugin_builder(kop, trt, trtp)[1]
 
 
-def register_plugin_builder(kop: KernelOp, trt, trtp) -> Tuple[PluginBuilder, Dict[str, str]]:
-    """:func:`register_plugin`, also returning the :class:`PluginBuilder` whose functions were registered."""
-    b = PluginBuilder(kop, trt, trtp)
+def register_plugin_builder(kop: KernelOp, trt, trtp, b: Optional[PluginBuilder] = None
+                            ) -> Tuple[PluginBuilder, Dict[str, str]]:
+    """:func:`register_plugin`, also returning the :class:`PluginBuilder` whose functions were registered
+    (``b``, when the caller has built it already)."""
+    b = b if b is not None else PluginBuilder(kop, trt, trtp)
     trtp.register(kop.op_name)(b.descriptor())
     trtp.autotune(kop.op_name)(b.autotune())
     trtp.impl(kop.op_name)(b.impl())

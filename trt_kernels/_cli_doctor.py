@@ -254,11 +254,10 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     side = f.get("tensorrt_side") or {}
     trt_v = f.get("tensorrt_module") or d.get("tensorrt") or d.get("tensorrt-cu13") or d.get("tensorrt-cu12")
     ttrt_v = f.get("torch_tensorrt_module") or d.get("torch-tensorrt")
-    from .plugins import pairing_problem
+    from .plugins import pairing_problem, pairings_text
 
     torch_mm = ".".join(str(f.get("torch", "")).split("+")[0].split(".")[:2])
-    pair_fix = (f"pip install 'torch-tensorrt=={torch_mm}.*' (it pins the TensorRT it was built for; "
-                "torch 2.11 -> TensorRT 10.15.1, 2.12 -> 10.16.1, 2.13 -> 11.0, 2.14 -> 11.1)")
+    pair_fix = f"pip install 'torch-tensorrt=={torch_mm}.*' (it pins the TensorRT it was built for; {pairings_text()})"
     if side.get("available") == "yes":
         problem = pairing_problem(str(trt_v or ""), str(ttrt_v or ""))
         add("TensorRT", "warn" if problem else "ok", f"tensorrt {trt_v}, torch_tensorrt {ttrt_v}: QDP plugins usable"
