@@ -28,6 +28,25 @@ def _isolated_cache(tmp_path_factory):
     yield
 
 
+def counting_compile_cache(root, monkeypatch):
+    """Point the compile cache at ``root`` (enabled, empty memo) and count NVRTC compiles: returns the
+    list that receives the source of every compile from now on."""
+    from trt_kernels import compile as comp
+
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
+    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
+    comp._MEMO.clear()
+    calls = []
+    real = comp._nvrtc_compile
+
+    def counting(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(comp, "_nvrtc_compile", counting)
+    return calls
+
+
 def load_example(name: str):
     """Import examples/<name>.py once (it registers its ops on import)."""
     mod_name = f"_ttk_example_{name}"

@@ -22,6 +22,7 @@ import pytest
 
 from trt_kernels import cli
 from trt_kernels import compile as comp
+from conftest import counting_compile_cache
 from kernels import SIGMOID
 
 TESTS = Path(__file__).resolve().parent
@@ -31,18 +32,8 @@ ARCH = "sm_90"
 @pytest.fixture
 def cache(tmp_path, monkeypatch, caplog):
     root = tmp_path / "cache"
-    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
-    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
-    comp._MEMO.clear()
+    calls = counting_compile_cache(root, monkeypatch)
     caplog.set_level(logging.DEBUG, logger="trt_kernels")
-    calls = []
-    real = comp._nvrtc_compile
-
-    def counting(*a, **k):
-        calls.append(a[0])
-        return real(*a, **k)
-
-    monkeypatch.setattr(comp, "_nvrtc_compile", counting)
     yield root, calls
     comp._MEMO.clear()
 

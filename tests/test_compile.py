@@ -7,23 +7,13 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import compile as comp
+from conftest import counting_compile_cache
 from kernels import SIGMOID, TEMPLATE_SIGMOID, sigmoid_spec, unique
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
-    comp._MEMO.clear()
-    calls = []
-    real = comp._nvrtc_compile
-
-    def counting(*a, **k):
-        calls.append(a[0])
-        return real(*a, **k)
-
-    monkeypatch.setattr(comp, "_nvrtc_compile", counting)
-    return tmp_path, calls
+    return tmp_path, counting_compile_cache(tmp_path, monkeypatch)
 
 
 def test_ptx_and_cubin_for_sm90_without_gpu(cache):
