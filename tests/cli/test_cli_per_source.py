@@ -1,0 +1,449 @@
+"""trt-kernels status, inspect, compile and doctor on CPU, once per kernel source.
+
+The same small elementwise op, ``y = x * a + 1`` (a tensor input, a float scalar, the element
+count as an extra, one output), declared from each of the three sources, one module file each:
+
+- ``cuda``: CUDA C++ through ``ttk.cuda_kernel_op``, a template over float32/float16;
+- ``ptx``: PTX text through ``ttk.ptx_op``, compiled at test time by NVRTC (``compile_program``)
+  for sm_90 and written into the module file;
+- ``triton``: a ``@triton.jit`` kernel through ``ttk.triton_kernel_op`` (float32/float16; skipped
+  where triton does not import).
+
+Every command runs in a subprocess (``python -m trt_kernels ...``) with its own disk cache
+(``TRT_KERNELS_CACHE_DIR``), so declarations never leak between tests. The commands of one source
+are started together (they are independent) to keep the file fast.
+
+``selftest`` has no per-source test: it runs the seed's seven ``cuda_kernel_op`` cases
+(``trt_kernels/_seed_cases.py``) and takes no module; on CPU every row is skipped
+(``tests/test_cli_tools.py::test_selftest_on_cpu_skips_every_row_with_a_reason``). ``doctor`` takes
+no module either and has no check per source: one test below.
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+import pytest
+import torch
+
+ARCH = "sm_90"
+HAS_CUDA = torch.cuda.is_available()
+SOURCES = ("cuda", "ptx", "triton")
+ENTRY_POINT = {"cuda": "cuda_kernel_op", "ptx": "ptx_op", "triton": "triton_kernel_op"}
+PTX_PARAM_TYPES = ["u64", "f32", "u32", "u64"]  # x, a, Numel(x), y
+ARGUMENTS = ["x.data_ptr()", "a", "x.numel()", "y.data_ptr()"]
+SCHEMA = "(Tensor x, float a) -> Tensor"
+
+CUDA_FILE = '''
+import torch
+import trt_kernels as ttk
+
+SRC = r"""
+template <typename T>
+__global__ void ps_axpb(const T* x, float a, int n, T* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = static_cast<T>(static_cast<float>(x[i]) * a + 1.0f);
+}
+"""
+ttk.cuda_kernel_op("@NS@::axpb", ttk.KernelSpec(
+    kernel_source=SRC, kernel_name="ps_axpb<T>", dtypes=[torch.float32, torch.float16],
+    inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
+    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+    geometry=ttk.Elementwise(block=(256,))))
+'''
+
+PTX_KERNEL = """
+extern "C" __global__ void ps_ptx_axpb(const float* x, float a, int n, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * a + 1.0f;
+}
+"""
+
+PTX_FILE = '''
+import trt_kernels as ttk
+
+PTX = @PTX@
+ttk.ptx_op("@NS@::axpb", PTX, "ps_ptx_axpb",
+           inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
+           outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+           geometry=ttk.Elementwise(block=(128,)))
+'''
+
+TRITON_FILE = '''
+import torch
+import triton
+import triton.language as tl
+import trt_kernels as ttk
+
+
+@triton.jit
+def ps_axpb_tri(x_ptr, a, n, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m).to(tl.float32)
+    tl.store(y_ptr + offs, (x * a + 1.0).to(y_ptr.dtype.element_ty), mask=m)
+
+
+ttk.triton_kernel_op(
+    "@NS@::axpb", ps_axpb_tri,
+    inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
+    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+    grid=lambda meta: (ttk.cdiv(ttk.Numel("x"), meta["BLOCK"]),),
+    constexprs={"BLOCK": 512}, num_warps=4, dtypes=[torch.float32, torch.float16])
+'''
+
+# what each declaration implies
+DTYPES = {"cuda": ["float32", "float16"], "ptx": ["float32"], "triton": ["float32", "float16"]}
+GRID = {"cuda": "cdiv(x.numel(), 256)", "ptx": "cdiv(x.numel(), 128)", "triton": "cdiv(x.numel(), 512)"}
+BLOCK = {"cuda": [256, 1, 1], "ptx": [128, 1, 1], "triton": [128, 1, 1]}  # Triton: num_warps * 32
+
+# a fresh process that declares the ops for ARCH with the cache `compile` filled: which compilers ran
+PROBE = """
+import json, runpy, sys
+from trt_kernels import compile as comp, registry
+
+calls = {"nvrtc": 0, "triton": 0}
+real_nvrtc = comp._nvrtc_compile
+
+
+def counting_nvrtc(*a, **k):
+    calls["nvrtc"] += 1
+    return real_nvrtc(*a, **k)
+
+
+comp._nvrtc_compile = counting_nvrtc
+if SOURCE == "triton":
+    import triton
+    import triton.compiler
+
+    real_triton = triton.compile
+
+    def counting_triton(*a, **k):
+        calls["triton"] += 1
+        return real_triton(*a, **k)
+
+    triton.compile = triton.compiler.compile = counting_triton
+runpy.run_path(PATH, run_name="ttk_probe")
+kop = registry.get(OP)
+if SOURCE != "ptx":
+    kop.program(ARCH)  # whether or not the declaration compiled already
+calls["nvrtc_loaded"] = "cuda.bindings.nvrtc" in sys.modules  # our only way to NVRTC
+print(json.dumps(calls))
+"""
+
+
+# ---------------- helpers ----------------
+
+
+def _env(cache: pathlib.Path, **extra) -> Dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TRT_KERNELS_ARCH", None)
+    env.pop("TRT_KERNELS_CACHE", None)
+    env["TRT_KERNELS_CACHE_DIR"] = str(cache)
+    env.update(extra)
+    return env
+
+
+def _start(args: List[str], env: Dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def _finish(procs: Dict[str, subprocess.Popen]) -> Dict[str, subprocess.CompletedProcess]:
+    out = {}
+    for name, p in procs.items():
+        stdout, stderr = p.communicate(timeout=300)
+        out[name] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    return out
+
+
+def _cli(*args: str) -> List[str]:
+    return ["-m", "trt_kernels", *args]
+
+
+def _tail(text: str, n: int = 25) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _ok(r: subprocess.CompletedProcess, what: str) -> str:
+    """stdout of a run that must exit 0; otherwise fail with the end of its stderr (the traceback)."""
+    assert r.returncode == 0, f"{what} exited {r.returncode}:\n{_tail(r.stderr)}\n--- stdout:\n{_tail(r.stdout, 10)}"
+    return r.stdout
+
+
+def _ok_json(r: subprocess.CompletedProcess, what: str) -> dict:
+    return json.loads(_ok(r, what))
+
+
+def _files(root: pathlib.Path) -> Dict[str, tuple]:
+    """Every file under ``root``: relative path -> (size, mtime_ns)."""
+    if not root.is_dir():
+        return {}
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def _named_paths(obj) -> List[dict]:
+    """The cache entries a report names: ``{"path"|"entry": ..., "bytes": ...}`` dicts, alone, in a list,
+    or under ``"entries"``."""
+    if obj is None:
+        return []
+    if isinstance(obj, list):
+        return [e for o in obj for e in _named_paths(o)]
+    if "entries" in obj:
+        return _named_paths(obj["entries"])
+    return [obj] if (obj.get("path") or obj.get("entry")) else []
+
+
+def _assert_on_disk(entries: List[dict], root: pathlib.Path, what: str) -> None:
+    assert entries, f"{what}: names no cache entry"
+    for e in entries:
+        path = e.get("path") or e.get("entry")
+        assert path.startswith(str(root)), f"{what}: {path} is not under the cache {root}"
+        assert os.path.isfile(path), f"{what}: {path} does not exist"
+        assert os.path.getsize(path) == e["bytes"] > 0, (what, path, e["bytes"])
+
+
+# ---------------- one module file per source, every command run once ----------------
+
+
+@dataclass
+class Runs:
+    source: str
+    ns: str
+    path: pathlib.Path
+    tmp: pathlib.Path
+    r: Dict[str, subprocess.CompletedProcess] = field(default_factory=dict)
+    compile_cache_after_first: Dict[str, tuple] = field(default_factory=dict)
+
+    @property
+    def op(self) -> str:
+        return f"{self.ns}::axpb"
+
+    def cache(self, command: str) -> pathlib.Path:
+        return self.tmp / f"cache-{command}"
+
+
+def _module_text(source: str, ns: str) -> str:
+    if source == "cuda":
+        text = CUDA_FILE
+    elif source == "ptx":
+        from trt_kernels.compile import compile_program
+
+        prog = compile_program(PTX_KERNEL, ["ps_ptx_axpb"], arch=ARCH, label="per-source ptx_op test")
+        assert prog.lowered == {"ps_ptx_axpb": "ps_ptx_axpb"}
+        text = PTX_FILE.replace("@PTX@", repr(prog.ptx.decode()))
+    else:
+        text = TRITON_FILE
+    return textwrap.dedent(text).replace("@NS@", ns)
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def runs(request, tmp_path_factory) -> Runs:
+    source = request.param
+    if source == "triton":
+        pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]'); the "
+                            "triton_kernel_op rows need it")
+    tmp = tmp_path_factory.mktemp(f"per_source_{source}")
+    ns = f"ttk_ps{os.getpid()}_{source}"
+    path = tmp / f"ops_{ns}.py"
+    path.write_text(_module_text(source, ns))
+    R = Runs(source, ns, path, tmp)
+    p = str(path)
+    # independent commands, each with its own cache, at once
+    R.r.update(_finish({
+        "status": _start(_cli("status", p), _env(R.cache("status"))),
+        "inspect_json": _start(_cli("inspect", p, "--arch", ARCH, "--json"), _env(R.cache("inspect"))),
+        "inspect_text": _start(_cli("inspect", p, "--op", R.op, "--arch", ARCH), _env(R.cache("inspect-text"))),
+        "compile_json": _start(_cli("compile", p, "--arch", ARCH, "--json"), _env(R.cache("compile"))),
+    }))
+    # then, in fresh processes over the cache `compile --json` filled: compile again (the text output),
+    # and declare the ops
+    R.compile_cache_after_first = _files(R.cache("compile"))
+    probe = f"SOURCE = {source!r}\nPATH = {p!r}\nOP = {R.op!r}\nARCH = {ARCH!r}\n" + PROBE
+    R.r.update(_finish({
+        "compile_again": _start(_cli("compile", p, "--arch", ARCH), _env(R.cache("compile"))),
+        "probe": _start(["-c", probe], _env(R.cache("compile"), TRT_KERNELS_ARCH=ARCH)),
+    }))
+    return R
+
+
+# ---------------- status ----------------
+
+
+def _status_fields(out: str, op_line: str) -> Dict[str, str]:
+    lines = out.splitlines()
+    assert op_line in lines, f"{op_line!r} not in the status output:\n{out}"
+    fields = {}
+    for ln in lines[lines.index(op_line) + 1:]:
+        if not ln.startswith("    "):
+            break
+        key, _, value = ln.strip().partition(" ")
+        fields[key] = value.strip()
+    return fields
+
+
+def test_status_reports_the_op(runs):
+    out = _ok(runs.r["status"], "status")
+    f = _status_fields(out, f"{runs.op}{SCHEMA}")
+    assert f["torch_op"] == "registered" and f["fake"] == "derived from the plan" and f["eager"] == "derived launch"
+    assert f["dtypes"] == ", ".join(DTYPES[runs.source])
+    if runs.source == "ptx":
+        assert f["compiled_for"] == "from PTX (ptx_op)"
+    else:  # no GPU, no arch, an empty cache: the declaration compiles for sm_90 to check the kernel
+        # (registry.KernelOp.prepare, api.triton_kernel_op: CHECK_ARCH); with a GPU, for its arch
+        assert f["compiled_for"] == ARCH if not HAS_CUDA else re.fullmatch(r"sm_\d+a?", f["compiled_for"])
+    if runs.source == "triton":
+        assert f["source"].startswith("Triton 'ps_axpb_tri' (triton ") and "num_warps=4" in f["source"]
+    assert ("source" in f) is (runs.source == "triton")
+
+
+# ---------------- inspect ----------------
+
+
+def _inspect_op(runs) -> dict:
+    data = _ok_json(runs.r["inspect_json"], "inspect --json")
+    assert data["schema"] == "trt-kernels.inspect/1" and data["ok"] is True and data["arch"] == ARCH
+    assert data["arch_note"] is None  # --arch given
+    (op,) = data["ops"]
+    assert op["op"] == runs.op and op["schema"] == SCHEMA and op["errors"] == []
+    return op
+
+
+def test_inspect_json_abi_row_per_dtype_matches_the_ptx(runs):
+    op = _inspect_op(runs)
+    assert op["dtypes"] == DTYPES[runs.source]
+    assert [row["dtype"] for row in op["abi"]] == DTYPES[runs.source]
+    for row in op["abi"]:
+        ctype = {"float32": "float", "float16": "__half"}[row["dtype"]]
+        assert row["symbol"], row
+        assert row["c_signature"].endswith(f"(const {ctype}* x, float a, int extra0 /* Numel('x') */, {ctype}* y)")
+        assert [p["bytes"] for p in row["expected"]] == [8, 4, 4, 8]
+        assert row["ptx_params"] is not None, f"{row['dtype']}: no PTX parameters read (symbol {row['symbol']!r})"
+        assert [p["type"] for p in row["ptx_params"]] == PTX_PARAM_TYPES, row
+        assert row["param_ok"] == [True] * 4 and row["matches"] is True, row
+    if runs.source == "cuda":  # one instantiation per dtype, each its own mangled symbol
+        assert [row["kernel_name"] for row in op["abi"]] == ["ps_axpb<float>", "ps_axpb<__half>"]
+        assert len({row["symbol"] for row in op["abi"]}) == 2
+    if runs.source == "ptx":
+        assert op["abi"][0]["symbol"] == op["abi"][0]["kernel_name"] == "ps_ptx_axpb"
+
+
+def test_inspect_json_launch_plan(runs):
+    op = _inspect_op(runs)
+    plan = op["plan"]
+    assert plan["derived"] is True and "error" not in plan
+    assert plan["grid"] == [GRID[runs.source], "1", "1"] and plan["block"] == BLOCK[runs.source]
+    assert plan["arguments"] == ARGUMENTS and plan["ranks_assumed"] == ["x"]
+    assert plan["outputs"] == [{"name": "y", "shape": ["x.shape[0]", "x.shape[1]"], "dtype": "dtype of x"}]
+    assert op["tensorrt"]["plugin"] == "AOT" and "scalars (a) are baked" in op["tensorrt"]["why"]
+
+
+def test_inspect_json_declared_by_names_the_entry_point(runs):
+    op = _inspect_op(runs)
+    assert op["declared_by"] == ENTRY_POINT[runs.source]
+    assert op["overrides"] == []
+    assert op["arch"] == (None if runs.source == "ptx" else ARCH)
+
+
+def test_inspect_json_cache_entry_is_on_disk(runs):
+    op = _inspect_op(runs)
+    if runs.source == "ptx":
+        assert op["cache"] is None  # nothing compiled
+        return
+    _assert_on_disk(_named_paths(op["cache"]), runs.cache("inspect"), "inspect's cache")
+    if runs.source == "cuda":
+        c = op["cache"]
+        assert c["state"] == "compiled by NVRTC in this process" and c["arch"] == ARCH and c["ptx_isa"]
+
+
+def test_inspect_text(runs):
+    out = _ok(runs.r["inspect_text"], "inspect (text)")
+    assert f"{runs.op}{SCHEMA}" in out
+    assert f"declared      {ENTRY_POINT[runs.source]}\n" in out
+    assert out.count("spec and PTX agree") == len(DTYPES[runs.source]) and "<-- differs" not in out
+    assert f"grid        ({GRID[runs.source]}, 1, 1)" in out
+    assert f"block       ({', '.join(map(str, BLOCK[runs.source]))})" in out
+    assert "arguments   (x.data_ptr(), a, x.numel(), y.data_ptr())" in out
+    assert f"dtypes        {', '.join(DTYPES[runs.source])}" in out
+    if runs.source == "ptx":
+        assert "cache         none (ptx_op: nothing compiled)" in out
+    else:
+        assert f"for {ARCH}" in out and str(runs.cache("inspect-text")) in out
+    assert "ERROR" not in out and "Traceback" not in runs.r["inspect_text"].stderr
+
+
+# ---------------- compile ----------------
+
+
+def test_compile_json_fills_the_cache(runs):
+    data = _ok_json(runs.r["compile_json"], "compile --json")
+    cache = runs.cache("compile")
+    assert data["schema"] == "trt-kernels.compile/1" and data["archs"] == [ARCH] and data["failed"] == 0
+    assert data["cache_dir"] == str(cache)
+    (row,) = data["rows"]
+    assert row["op"] == runs.op and row["arch"] == ARCH
+    if runs.source == "ptx":  # documented: a ptx_op has nothing to compile
+        assert row["result"] == "skipped" and row["detail"] == "declared from PTX (ptx_op): nothing to compile"
+        assert row["ms"] is None and data["nvrtc_compiles"] == 0 and data["cache_hits"] == 0
+        assert runs.compile_cache_after_first == {}, "compile wrote cache entries for a ptx_op"
+        return
+    assert row["ms"] > 0
+    if runs.source == "cuda":
+        assert row["result"] == "compiled by NVRTC" and row["nvrtc"] is True and row["kernels"] == 2
+        assert data["nvrtc_compiles"] == 1 and data["cache_hits"] == 0
+    else:  # Triton compiled it, not NVRTC
+        assert row["result"].startswith("compiled by") and "NVRTC" not in row["result"], row
+    _assert_on_disk(_named_paths(row), cache, "compile's row")
+    assert runs.compile_cache_after_first, "compile wrote nothing into the cache"
+
+
+def test_compile_text_in_a_fresh_process_reads_the_cache(runs):
+    """The second ``compile`` (text output), over the cache the first filled, compiles and writes nothing."""
+    out = _ok(runs.r["compile_again"], "compile (text, second run)")
+    cache = runs.cache("compile")
+    assert _files(cache) == runs.compile_cache_after_first, "the second run rewrote or added cache files"
+    assert f"{runs.path}: 1 op x 1 arch ({ARCH}) into {cache}" in out
+    (line,) = [ln for ln in out.splitlines() if ln.strip().startswith(runs.op)]
+    assert f" {ARCH} " in line
+    if runs.source == "ptx":  # documented: a ptx_op has nothing to compile
+        assert "skipped" in line and "declared from PTX (ptx_op): nothing to compile" in line
+        assert "total: 1 programs, 0 compiled by NVRTC (0 bytes written), 0 already cached, 0 failed" in out
+        assert runs.compile_cache_after_first == {}
+        return
+    assert "read from the cache" in line and str(cache) in line and " B)" in line, line  # the entry, its size
+    assert re.search(r"total: 1 programs, 0 compiled\b.* \(0 bytes written\), 1 already cached, 0 failed;", out), out
+    assert "now reads them from this cache" in out
+
+
+def test_declaring_the_ops_after_compile_runs_no_compiler(runs):
+    """A fresh process that declares the module's ops for sm_90 over the cache ``compile`` filled."""
+    calls = json.loads(_ok(runs.r["probe"], "the probe process").strip().splitlines()[-1])
+    assert calls == {"nvrtc": 0, "triton": 0, "nvrtc_loaded": False}, calls
+
+
+# ---------------- doctor: no module, nothing per source ----------------
+
+
+def test_doctor_json_runs_and_reports_nvrtc(tmp_path):
+    """``doctor`` takes no module and has no per-source check (none names Triton today); what it
+    reports on CPU: NVRTC and the probe compile work, the exit status follows the checks."""
+    r = subprocess.run([sys.executable, *_cli("doctor", "--json")], capture_output=True, text=True,
+                       env=_env(tmp_path / "cache"), timeout=300)
+    data = json.loads(r.stdout)
+    assert data["schema"] == "trt-kernels.doctor/1" and r.returncode == data["exit_status"]
+    checks = {c["check"]: c for c in data["checks"]}
+    assert r.returncode == (1 if any(c["status"] == "error" for c in checks.values()) else 0)
+    assert checks["NVRTC"]["status"] == "ok" and checks["probe compile"]["status"] == "ok"
+    assert re.search(r"for sm_\d+a?: ok", checks["probe compile"]["detail"]), checks["probe compile"]
+    triton_checks = [c for name, c in checks.items() if "triton" in name.lower()]
+    if triton_checks:  # should doctor report Triton one day, an installed one is not an error
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is not None:
+            assert all(c["status"] != "error" for c in triton_checks), triton_checks
