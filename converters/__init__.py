@@ -19,7 +19,7 @@ from trt_kernels.registry import lookup
 
 def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[List[Tuple[str, Any]], Dict[str, Any]]:
     """``([(tensor name, value) ...], {scalar name: python value})`` from FX args/kwargs in schema order."""
-    decls = list(kop.spec.inputs)
+    decls = list(kop.sig.inputs)
     values = list(args)
     n_defaults = len(kop.defaults)
     for i, d in enumerate(decls[len(values):], start=len(values)):
@@ -30,7 +30,7 @@ def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[L
         else:
             raise InputError(f"{kop.op_name}: argument {d.name!r} is missing in the traced call")
     tensors, attrs = [], {}
-    for d, kind, val in zip(decls, kop.v.arg_kinds, values):
+    for d, kind, val in zip(decls, kop.sig.arg_kinds, values):
         if kind == "tensor":
             tensors.append((d.name, val))
         else:
@@ -48,7 +48,7 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
     from trt_kernels.plugins.qdp import attr_field
 
     tensors, attrs = split_arguments(kop, args, kwargs)
-    decls = {d.name: d for d in kop.v.scalar_decls}
+    decls = {d.name: d for d in kop.sig.scalar_decls}
     fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
     itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]
     layer = ctx.net.add_plugin(plugin_op(*itensors, **fields), aot=aot)
@@ -64,7 +64,7 @@ def register_converter(kop) -> None:
     from torch_tensorrt.dynamo.conversion import dynamo_tensorrt_converter
     from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
-    aot = kop.trt.get("aot") == "yes"
+    aot = bool(kop.tensorrt.aot)  # the plugin registered for the op has an AOT impl
     plugin_op = getattr(getattr(trtp.op, kop.namespace), kop.name)
     opts = {k: v for k, v in kop.options.items() if v is not None}
     opts.setdefault("supports_dynamic_shapes", kop.supports_dynamic_shapes)

@@ -172,36 +172,36 @@ def _register_op(kop) -> None:
         builder = PluginBuilder(kop, trt, trtp)
         if entry is not None and entry[0] == builder.signature():
             entry[1].kop = kop  # the registered plugin serves the new declaration
-            kop.trt.update(entry[2])
+            kop.tensorrt.plugin, kop.tensorrt.aot = entry[2].plugin, entry[2].aot
         elif entry is not None:  # refused by _check_redeclaration unless TensorRT came up in between
-            kop.trt["plugin"] = f"failed: the plugin {kop.op_name} is registered with another signature"
-            _LOG.warning("trt_kernels: %s: %s", kop.op_name, kop.trt["plugin"])
+            kop.tensorrt.plugin = f"failed: the plugin {kop.op_name} is registered with another signature"
+            _LOG.warning("trt_kernels: %s: %s", kop.op_name, kop.tensorrt.plugin)
             return
         else:
             why_not = builder.unsupported_outputs()
             if why_not:
-                kop.trt["plugin"] = f"not registered: {why_not}"
-                kop.trt["converter"] = "not registered (no plugin)"
+                kop.tensorrt.plugin = f"not registered: {why_not}"
+                kop.tensorrt.converter = "not registered (no plugin)"
                 _LOG.info("trt_kernels: %s: no TensorRT plugin: %s", kop.op_name, why_not)
                 return
             try:
                 builder, status = register_plugin_builder(kop, trt, trtp, builder)
             except Exception as e:  # noqa: BLE001 - report per op, keep the eager op usable
-                kop.trt["plugin"] = f"failed: {type(e).__name__}: {e}"
+                kop.tensorrt.plugin = f"failed: {type(e).__name__}: {e}"
                 _LOG.warning("trt_kernels: %s: TensorRT plugin registration failed: %s", kop.op_name, e)
                 return
-            _PLUGINS[kop.op_name] = (builder.signature(), builder, dict(status))
-            kop.trt.update(status)
+            _PLUGINS[kop.op_name] = (builder.signature(), builder, status)
+            kop.tensorrt.plugin, kop.tensorrt.aot = status.plugin, status.aot
         if _CONVERTED.get(kop.op_name) is kop.overload:
-            kop.trt["converter"] = "registered (Torch-TensorRT dynamo)"
+            kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"
             return
     try:
         register_converter(kop)
         with _LOCK:
             _CONVERTED[kop.op_name] = kop.overload
-        kop.trt["converter"] = "registered (Torch-TensorRT dynamo)"
+        kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"
     except Exception as e:  # noqa: BLE001
-        kop.trt["converter"] = f"failed: {type(e).__name__}: {e}"
+        kop.tensorrt.converter = f"failed: {type(e).__name__}: {e}"
         _LOG.warning("trt_kernels: %s: converter registration failed: %s", kop.op_name, e)
 
 

@@ -33,11 +33,9 @@ import torch
 from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
-from trt_kernels.launch import driver_version
-from trt_kernels.ptxcheck import check_ptx_for_driver
-from trt_kernels.registry import KernelOp
+from trt_kernels.op import KernelOp, TensorRTSide
 
-from .shapes import TrtEvaluator, autotune_type_string, io_dtypes_for, torch_dtype, trt_dtype
+from .shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 
 
 # Scalar inputs are plugin attributes annotated as one-element numpy arrays (float32 / int32), not
@@ -103,18 +101,15 @@ class PluginBuilder:
         self.kop = kop  # the current declaration of the op (a re-declaration replaces it; unregistering clears it)
         self.trt = trt
         self.trtp = trtp
-        v = kop.v
-        self.tensor_names = list(v.tensor_names)
-        self.scalar_decls = list(v.scalar_decls)
-        self.has_aot = kop.aot_fn is not None or (kop.has_plan_geometry and kop.has_plan_outputs)
-        # a kernel whose AOT launch is not defined (a Triton kernel that needs a scratch buffer) says why
-        self.no_aot_reason = getattr(kop, "aot_unavailable", None) if self.has_aot else None
-        if self.no_aot_reason:
-            self.has_aot = False
-        if kop.has_plan_outputs:
-            self.n_out = len(kop.spec.outputs)
+        sig = kop.sig
+        self.tensor_names = list(sig.tensor_names)
+        self.scalar_decls = list(sig.scalar_decls)
+        self.decision = kop.aot
+        self.has_aot = self.decision.aot
+        if sig.has_outputs:
+            self.n_out = len(sig.outputs)
         else:
-            self.n_out = len(self._meta_outputs(tuple(d.ndim or 1 for d in v.tensor_decls)))
+            self.n_out = len(self._meta_outputs(tuple(d.ndim or 1 for d in sig.tensor_decls)))
 
     @property
     def kop(self) -> KernelOp:
@@ -138,11 +133,11 @@ class PluginBuilder:
         DataType::kUINT8 are not supported")."""
         kop = self.kop
         for kdt in kop.dtypes:
-            if kop.has_plan_outputs:
-                outs = io_dtypes_for(kop, kdt)[len(kop.v.tensor_decls):]
-                names = [o.name for o in kop.spec.outputs]
+            if kop.sig.has_outputs:
+                outs = kop.sig.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
+                names = [o.name for o in kop.sig.outputs]
             else:
-                outs = [m.dtype for m in self._meta_outputs(tuple(d.ndim or 1 for d in kop.v.tensor_decls))]
+                outs = [m.dtype for m in self._meta_outputs(tuple(d.ndim or 1 for d in kop.sig.tensor_decls))]
                 names = [f"output {i}" for i in range(len(outs))]
             for name, dt in zip(names, outs):
                 if dt in (torch.bool, torch.uint8):
@@ -183,7 +178,7 @@ class PluginBuilder:
 
     # ----- shared pieces -----
     def _kernel_dtype(self, inputs) -> torch.dtype:
-        for d, desc in zip(self.kop.v.tensor_decls, inputs):
+        for d, desc in zip(self.kop.sig.tensor_decls, inputs):
             if d.dtype is None:
                 td = torch_dtype(self.trt, desc.dtype)
                 if td is None or td not in self.kop.dtypes:
@@ -196,19 +191,18 @@ class PluginBuilder:
         from trt_kernels.symbolic import meta_outputs
 
         kop = self.kop
-        ins = [d.dtype or kop.dtypes[0] for d in kop.v.tensor_decls]
-        scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in kop.v.scalar_decls]
-        return meta_outputs(kop.op_name, kop.meta_fn, kop.v.arg_kinds, ranks, ins, scalars)
+        ins = kop.sig.in_dtypes(kop.dtypes[0])
+        scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in kop.sig.scalar_decls]
+        return meta_outputs(kop.op_name, kop.meta_fn, kop.sig.arg_kinds, ranks, ins, scalars)
 
     def output_shapes(self, inputs) -> List[Tuple[Any, torch.dtype, Any]]:
         """``(shape expressions or None for 'like input k', dtype, like)`` per output."""
         ranks = tuple(len(d.shape_expr) for d in inputs)
         kdt = self._kernel_dtype(inputs)
         ev = TrtEvaluator(self.trtp, inputs)
-        if self.kop.has_plan_outputs:
+        if self.kop.sig.has_outputs:
             plan = self.kop.plan(ranks)
-            ins = [d.dtype or kdt for d in self.kop.v.tensor_decls]
-            dts = [o.dtype if o.dtype is not None else ins[o.dtype_src] for o in plan.outputs]
+            dts = self.kop.sig.io_dtypes(kdt)[len(inputs):]
             return [(None if o.like is not None else [evaluate(e, ev) for e in o.shape], dt, o.like)
                     for o, dt in zip(plan.outputs, dts)]
         return [([evaluate(e, ev) for e in m.shape], m.dtype, None) for m in self._meta_outputs(ranks)]
@@ -243,17 +237,8 @@ class PluginBuilder:
             inputs = [a[n] for n in self.tensor_names]
             kdt = self._kernel_dtype(inputs)
             kop = self.kop
-            arch = kop.resolve_arch()
             tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
-            aot_kernel = getattr(kop, "aot_kernel", None)  # Triton: one PTX per (dtype, tactic), checked there
-            if aot_kernel is not None:
-                symbol, ptx = aot_kernel(kdt, tactic, arch)
-            else:
-                symbol = kop.symbol(kdt, arch)
-                ptx = kop.ptx if kop.ptx is not None else kop.program(arch).ptx
-                if kop.ptx is None:
-                    check_ptx_for_driver(kop.op_name, kop.program(arch).nvrtc_version, driver_version(),
-                                         kop.program(arch).ptx_isa)
+            symbol, ptx = kop.aot_kernel(kdt, tactic)
             if kop.aot_fn is not None:
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
@@ -297,18 +282,14 @@ class PluginBuilder:
             args = []
             ti = iter(self.tensor_names)
             si = iter(self.scalar_decls)
-            for kind in kop.v.arg_kinds:
+            for kind in kop.sig.arg_kinds:
                 if kind == "tensor":
                     args.append(torch.as_tensor(a[next(ti)], device="cuda"))
                 else:
                     d = next(si)
                     args.append(attr_value(d, a[d.name]))
             outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
-            own = getattr(kop, "launch_into", None)  # Triton: the kernel differs per tactic
-            if own is not None:
-                own(args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
-            else:
-                launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
+            launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)
 
@@ -319,12 +300,12 @@ class PluginBuilder:
 
         def body(a: Dict[str, Any]):
             kop = self.kop
-            if kop.has_plan_outputs:
-                combos = [io_dtypes_for(kop, d) for d in kop.dtypes]
+            if kop.sig.has_outputs:
+                combos = [kop.sig.io_dtypes(d) for d in kop.dtypes]
             else:
                 ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
                 outs = [m.dtype for m in self._meta_outputs(ranks)]
-                combos = [[d.dtype or k for d in kop.v.tensor_decls] + outs for k in kop.dtypes]
+                combos = [kop.sig.in_dtypes(k) + outs for k in kop.dtypes]
             # TensorRT has no float64: advertise the combinations it can hold
             combos = [c for c in combos if all(trt_name(d) is not None for d in c)]
             if not combos:
@@ -336,13 +317,13 @@ class PluginBuilder:
         return self._make("autotune", body, params, ret)
 
 
-def register_plugin(kop: KernelOp, trt, trtp) -> Dict[str, str]:
+def register_plugin(kop: KernelOp, trt, trtp) -> TensorRTSide:
     """Register the op's plugin with ``tensorrt.plugin``; returns what was registered."""
     return register_plugin_builder(kop, trt, trtp)[1]
 
 
 def register_plugin_builder(kop: KernelOp, trt, trtp, b: Optional[PluginBuilder] = None
-                            ) -> Tuple[PluginBuilder, Dict[str, str]]:
+                            ) -> Tuple[PluginBuilder, TensorRTSide]:
     """:func:`register_plugin`, also returning the :class:`PluginBuilder` whose functions were registered
     (``b``, when the caller has built it already)."""
     b = b if b is not None else PluginBuilder(kop, trt, trtp)
@@ -351,7 +332,6 @@ def register_plugin_builder(kop: KernelOp, trt, trtp, b: Optional[PluginBuilder]
     trtp.impl(kop.op_name)(b.impl())
     if b.has_aot:
         trtp.aot_impl(kop.op_name)(b.aot_impl())
-    jit = "JIT (Python at run time)" + (f": {b.no_aot_reason}" if b.no_aot_reason else "")
-    return b, {"plugin": "AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else jit,
-               "aot": "yes" if b.has_aot else "no"}
+    return b, TensorRTSide(plugin="AOT (PTX embedded in the engine) + JIT fallback" if b.has_aot else
+                           f"JIT (Python at run time): {b.decision.why}", aot=b.has_aot)
 

@@ -103,20 +103,3 @@ def autotune_type_string(io_dtypes: List[List[torch.dtype]]) -> str:
             names.append(n)
         cols.append("|".join(names))
     return ", ".join(cols)
-
-
-def io_dtypes_for(kop, kdt: torch.dtype) -> List[torch.dtype]:
-    """dtypes of every tensor input then every output when the kernel runs at ``kdt``."""
-    ins = [d.dtype or kdt for d in kop.v.tensor_decls]
-    outs: List[torch.dtype] = []
-    for o in kop.spec.outputs or ():
-        if o.dtype is not None:
-            outs.append(o.dtype)
-        elif o.dtype_from is not None:
-            outs.append(ins[kop.v.tensor_names.index(o.dtype_from)])
-        else:
-            src = getattr(o.shape, "input_idx", 0)
-            idx = kop.v.tensor_names.index(src) if isinstance(src, str) else src
-            outs.append(ins[idx])
-    return ins + outs
-

@@ -78,8 +78,8 @@ def _op_name(op) -> str:
 def _arguments(op, args):
     """The op's record, its contiguous tensor inputs, its scalar attributes and TensorRT's input list."""
     kop = registry.get(_op_name(op))
-    tensors = [a.contiguous() for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
-    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.spec.inputs, args, kop.v.arg_kinds) if k == "scalar"}
+    tensors = [a.contiguous() for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
+    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.sig.inputs, args, kop.sig.arg_kinds) if k == "scalar"}
     return kop, tensors, attrs, [(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors]
 
 
@@ -125,9 +125,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Cal
 
         eager = [torch.empty_like(o) for o in outs]
         eager_args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
-        own = getattr(kop, "launch_into", None)  # Triton ops: the kernel differs per tactic
-        (own or (lambda *a, **k: launch_into(kop, *a, **k)))(
-            eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
+        launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,

@@ -187,4 +187,4 @@ def test_good_declaration_without_gpu_or_arch_is_compiled_for_the_check_arch(mon
     monkeypatch.delenv("TRT_KERNELS_ARCH")
     name = unique("ttk_bad")
     ttk.cuda_kernel_op(name, sigmoid_spec())
-    assert list(registry.get(name)._programs) == [registry.CHECK_ARCH]
+    assert list(registry.get(name).builds()) == [registry.CHECK_ARCH]

@@ -139,7 +139,7 @@ def test_registration_without_gpu_or_arch_compiles_for_the_check_arch(monkeypatc
     op = ttk.cuda_kernel_op(name, sigmoid_spec())
     from trt_kernels import registry
 
-    assert len(calls) == 1 and list(registry.get(name)._programs) == [CHECK_ARCH]
+    assert len(calls) == 1 and list(registry.get(name).builds()) == [CHECK_ARCH]
     with pytest.raises(ttk.NoCudaDeviceError, match="No CUDA device is visible here"):
         op(torch.randn(4))
 
@@ -152,7 +152,7 @@ def test_registration_with_arch_override_compiles(cache, monkeypatch):
     assert len(calls) == 1
     from trt_kernels import registry
 
-    assert registry.get(name).program("sm_90").lowered == {"my_sigmoid": "my_sigmoid"}
+    assert registry.get(name).binary("sm_90").kernel(torch.float32).symbol == "my_sigmoid"
 
 
 def test_half_headers_found_without_system_toolkit(cache):

@@ -144,7 +144,7 @@ def dispatcher_for(name):
         return holder["rec"](*a)
 
     def new_entry(key, args):
-        ts = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+        ts = [a for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
         plan = kop.plan(tuple(t.dim() for t in ts))
         fn = build_launcher(kop, torch.float32, plan, [torch.float32] * len(plan.outputs),
                             [torch.float32] * len(ts), StubKernel(), launch=launch, stream=lambda dev: 77)

@@ -124,3 +124,34 @@ def test_no_cycle_through_function_level_imports_either():
     the graph is still acyclic."""
     cycle = find_cycle(import_graph(all_levels=True))
     assert cycle is None, "import cycle (counting imports inside functions): " + " -> ".join(cycle)
+
+
+SOURCES = {"cuda_source.py", "ptx_source.py", "triton_source.py", "kernel_source.py"}
+# what telling the kernel sources apart looks like: a flag on the op, a probe for a method only one source
+# has, a type test, or a comparison of the entry point's name
+SOURCE_TESTS = (r"\.ptx is (not )?None", r"getattr\(\s*(self\.)?kop\b", r"isinstance\([^)]*(Cuda|Ptx|Triton)Source",
+                r"entry_point\s*[!=]=", r"\bTritonKernelOp\b")
+
+
+def test_nothing_outside_the_sources_asks_which_source_an_op_has():
+    """CUDA C++, PTX and Triton are three KernelSources behind one protocol: the op record, the launches,
+    the TensorRT side and the command line read Binary / KernelImage fields and never branch on the kind."""
+    import re
+
+    found = []
+    for folder in PACKAGES.values():
+        for path in sorted(folder.glob("*.py")):
+            if path.name in SOURCES:
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if any(re.search(p, line) for p in SOURCE_TESTS):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "source-kind tests outside the sources:\n" + "\n".join(found)
+
+
+def test_the_source_scan_sees_a_source_test():
+    import re
+
+    for line in ("if kop.ptx is not None:", "own = getattr(kop, 'launch_into', None)",
+                 "isinstance(kop.source, TritonSource)", "if kop.source.entry_point == 'ptx_op':"):
+        assert any(re.search(p, line) for p in SOURCE_TESTS), line

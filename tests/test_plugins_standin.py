@@ -55,7 +55,7 @@ def test_flat_sigmoid_matches_eager_plan(env, shape):
     assert res.grid == want["grid"] and res.block == want["block"]
     assert res.extra_arg_values == want["extras"]
     assert res.kernel_name in ("my_sigmoid", b"my_sigmoid")
-    assert res.ptx == kop.program("sm_90").ptx
+    assert res.ptx == kop.binary("sm_90").kernel(torch.float32).aot_ptx
     assert res.problems() == [] or shape == (4, 0, 3)
     # the same build evaluated at other sizes (dynamic shapes): still the eager formula
     for other in [(5,), (1000,), (65537,)] if len(shape) == 1 else []:
@@ -140,7 +140,7 @@ def test_multi_output(env):
 def test_template_dtypes_autotune_and_kernel_names(env):
     kop = declare(sigmoid_spec(kernel_source=TEMPLATE_SIGMOID, kernel_name="tsig<T>",
                                dtypes=[torch.float32, torch.float16, torch.bfloat16]))
-    names = {dt: kop.symbol(tdt, "sm_90") for dt, tdt in
+    names = {dt: kop.image(tdt, 1, "sm_90").symbol for dt, tdt in
              [("FP32", torch.float32), ("FP16", torch.float16), ("BF16", torch.bfloat16)]}
     seen = set()
     for dt in ("FP32", "FP16", "BF16"):

@@ -85,12 +85,12 @@ def test_redeclaration_keeps_tensorrt_support(trt_side):  # noqa: F811
     name = unique("ttk_redecl")
     ttk.cuda_kernel_op(name, scale_spec())
     first = registry.get(name)
-    assert first.trt["aot"] == "yes" and first.trt["converter"].startswith("registered")
+    assert first.tensorrt.aot is True and first.tensorrt.converter.startswith("registered")
     ttk.cuda_kernel_op(name, scale_spec(geometry=ttk.Elementwise(block=(64,))))  # same signature, new launch
     kop = registry.get(name)
     assert kop is not first
-    assert kop.trt["aot"] == "yes" and kop.trt["plugin"].startswith("AOT")
-    assert kop.trt["converter"].startswith("registered")
+    assert kop.tensorrt.aot is True and kop.tensorrt.plugin.startswith("AOT")
+    assert kop.tensorrt.converter.startswith("registered")
     fn, _ = converters[kop.overload]  # a converter for the op as it is now
     net = env.network()
     x = net.add_input("x", env.trt.float32, [-1, 8])
@@ -112,7 +112,7 @@ def test_redeclaration_with_another_plugin_signature_is_refused_first(trt_side):
                                               inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", int)]))
     assert registry.get(name) is first
     assert str(op_of(name).default._schema).endswith("(Tensor x, float alpha) -> Tensor")
-    assert first.trt["aot"] == "yes"
+    assert first.tensorrt.aot is True
 
 
 def test_unregistered_op_plugin_and_converter_say_so(trt_side):  # noqa: F811

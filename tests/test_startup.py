@@ -41,7 +41,7 @@ CHILD = textwrap.dedent(r"""
         "cuda_initialized": torch.cuda.is_initialized(),
         "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
                                       "trt_kernels.converters") if m in sys.modules),
-        "programs": {n: {a: p.from_cache for a, p in registry.get(n)._programs.items()} for n in names},
+        "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
     }))
 """)
 
@@ -130,12 +130,10 @@ def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
     assert len(entries) == 7
     for path in entries:
         payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
-        (hlen,) = comp.struct.unpack_from("<I", payload, 0)
-        header = json.loads(payload[4:4 + hlen])
+        header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
         header["toolchain"] = "nvidia-cuda-nvrtc==0.0.0@/elsewhere/libnvrtc.so.0:1:1"
-        new = json.dumps(header).encode()
         # framed and checksummed again: a sound entry that records another NVRTC
-        path.write_bytes(cache_store.frame(comp._MAGIC, comp.struct.pack("<I", len(new)) + new + payload[4 + hlen:]))
+        path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
     res = run(cache)
     assert res["nvrtc_loaded"] is True  # it had to compile
     assert all(progs == {"sm_90": False} for progs in res["programs"].values()), res["programs"]

@@ -58,7 +58,7 @@ def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):
     ttk.cuda_kernel_op(after, scale_spec())
     for name in (before, after):
         kop = registry.get(name)
-        assert kop.trt["aot"] == "yes" and kop.trt["converter"].startswith("registered")
+        assert kop.tensorrt.aot is True and kop.tensorrt.converter.startswith("registered")
         fn, kw = converters[kop.overload]
         assert kw["supports_dynamic_shapes"] is True
         assert hasattr(getattr(env.trtp.op, kop.namespace), kop.name)  # the QDP plugin exists
@@ -85,7 +85,7 @@ def test_init_after_the_fact_registers_earlier_ops(trt_side):
         early = unique("ttk_reg")
         ttk.cuda_kernel_op(early, sigmoid_spec())
         assert plugins.tensorrt_status()["available"] == "no"
-        assert "converter" not in registry.get(early).trt
+        assert not registry.get(early).tensorrt.converter
     finally:
         plugins._probe = real_probe  # TensorRT becomes importable later in the process ...
     assert plugins.init(force=True)  # ... and the TensorRT side is initialised
@@ -108,7 +108,7 @@ def test_torch_tensorrt_qdp_flag_off_is_a_note_not_a_refusal(trt_side, monkeypat
     st = plugins.tensorrt_status()
     assert st["available"] == "yes" and "qdp_plugin = False" in st["notes"] and "not affected" in st["notes"]
     kop = registry.get(name)
-    assert kop.trt["aot"] == "yes" and kop.overload in converters
+    assert kop.tensorrt.aot is True and kop.overload in converters
 
 
 @pytest.mark.parametrize("trt,ttrt,ok", [
@@ -132,7 +132,7 @@ def test_bool_or_uint8_outputs_get_no_plugin(trt_side):
     ttk.cuda_kernel_op(name, sigmoid_spec(kernel_source=src, kernel_name="m",
                                           outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype=torch.bool)]))
     kop = registry.get(name)
-    assert kop.trt["plugin"].startswith("not registered: output 'y' is bool") and kop.overload not in converters
+    assert kop.tensorrt.plugin.startswith("not registered: output 'y' is bool") and kop.overload not in converters
     assert not hasattr(getattr(env.trtp.op, kop.namespace, None), kop.name)
 
 
@@ -144,5 +144,5 @@ def test_constant_shared_memory_over_48k_is_jit_only(trt_side):
                                           geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 256),), block=(256,),
                                                               shared_mem=65536)))
     kop = registry.get(name)
-    assert kop.trt["aot"] == "no" and "65536 bytes, over the 49152" in kop.trt["plugin"]
+    assert kop.tensorrt.aot is False and "65536 bytes, over the 49152" in kop.tensorrt.plugin
     assert kop.overload in converters  # the JIT plugin still puts the op in the engine

@@ -15,7 +15,7 @@ triton = pytest.importorskip("triton", reason="triton is not installed (pip inst
 
 import trt_kernels as ttk  # noqa: E402
 from trt_kernels import abi, registry  # noqa: E402
-from trt_kernels import triton_source as ts  # noqa: E402
+from trt_kernels import triton_compile as ts  # noqa: E402
 from trt_kernels.expr import SizesEvaluator, evaluate  # noqa: E402
 from kernels import unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
@@ -37,25 +37,24 @@ def scale():
 
 
 def test_compiles_for_sm90_without_a_gpu(scale):
-    prog = scale.program(ARCH)
+    prog = scale.binary(ARCH)
     assert len(prog.kernels) == 3 * 3  # dtypes x configs
     for (dt, t), k in prog.kernels.items():
-        assert k.name == "scale_shift_kernel" and k.cubin[:4] == b"\x7fELF"
+        assert k.symbol == "scale_shift_kernel" and k.image[:4] == b"\x7fELF"
         assert b".entry scale_shift_kernel(" in k.ptx and b".target sm_90" in k.ptx
-        assert k.num_warps == scale.configs[t - 1].num_warps and k.ptx_isa is not None
+        assert f".reqntid {scale.source.configs[t - 1].num_warps * 32}".encode() in k.ptx and k.ptx_isa is not None
     assert prog.n_hidden == 2 and prog.aot_reason is None
 
 
 def test_entry_has_hidden_params_and_aot_ptx_has_exactly_the_abi(scale):
-    prog = scale.program(ARCH)
-    k = prog.kernels[(torch.float16, 1)]
-    full = abi.ptx_params(k.ptx, k.name)
+    k = scale.binary(ARCH).kernel(torch.float16, 1)
+    full = abi.ptx_params(k.ptx, k.symbol)
     assert [t for t, _ in full] == ["u64", "f32", "u32", "u64", "u64", "u64"]  # x, alpha, n, y, 2 hidden
-    aot = abi.ptx_params(prog.aot_ptx[(torch.float16, 1)], k.name)
+    aot = abi.ptx_params(k.aot_ptx, k.symbol)
     assert aot == full[:4]
-    assert b".reqntid 128" in prog.aot_ptx[(torch.float16, 1)]
+    assert b".reqntid 128" in k.aot_ptx
     # nothing but the parameter list changed
-    a, b = k.ptx.decode(), prog.aot_ptx[(torch.float16, 1)].decode()
+    a, b = k.ptx.decode(), k.aot_ptx.decode()
     assert a.split(")", 1)[1] == b.split(")", 1)[1]
 
 
@@ -129,12 +128,13 @@ def test_scratch_kernel_is_jit_only_with_the_reason():
     name = unique("tri_cpu")
     tk.declare_tma_copy(name, arch=ARCH)
     kop = kop_of(name)
-    k = kop.kernel(torch.float32, 1, ARCH)
+    k = kop.source.compile_one(torch.float32, 1, ARCH)
     assert k.global_scratch_size > 0 and k.needs_scratch
     stripped, why = ts.strip_hidden_params(k.ptx, k.name, 4)
     assert stripped is None and "hidden parameter" in why
-    assert "scratch buffer" in kop.aot_unavailable and "JIT" in kop.aot_unavailable
-    assert kop.eager_fn is not None  # eager allocates the buffer (the fast path would pass NULL)
+    assert kop.image(torch.float32, 1, ARCH).needs_scratch and kop.image(torch.float32, 1, ARCH).aot_ptx is None
+    assert kop.aot.mode.value == "JIT" and "scratch buffer" in kop.aot.why and "JIT" in kop.aot.why
+    assert kop.eager_fn is None  # the derived launch allocates the buffer per call
     from trt_kernels.status import status
 
     row = [r for r in status() if r["op"] == name][0]
@@ -208,7 +208,7 @@ def test_int_scalar_is_a_32bit_parameter():
     ttk.triton_kernel_op(name, k, inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", int)],
                          outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                          grid=(ttk.cdiv(ttk.Numel("x"), 256),), constexprs={"BLOCK": 256}, arch_override=ARCH)
-    ptx = kop_of(name).program(ARCH).aot_ptx[(torch.float32, 1)]
+    ptx = kop_of(name).image(torch.float32, 1, ARCH).aot_ptx
     assert [t for t, _ in abi.ptx_params(ptx, "k")] == ["u64", "u32", "u32", "u64"]
 
 
@@ -244,9 +244,9 @@ def test_aot_impl_embeds_the_stripped_ptx_of_the_tactic(env, scale, tactic, dtyp
     assert res.is_aot and res.tactic == tactic
     name = res.kernel_name.decode() if isinstance(res.kernel_name, bytes) else res.kernel_name
     assert name == "scale_shift_kernel"
-    assert res.ptx == scale.program(ARCH).aot_ptx[(tdt, tactic)]
+    assert res.ptx == scale.image(tdt, tactic, ARCH).aot_ptx
     block = (1024, 256, 4096)[tactic - 1]
-    assert res.grid == (-(-33 * 47 // block), 1, 1) and res.block == (scale.configs[tactic - 1].num_warps * 32, 1, 1)
+    assert res.grid == (-(-33 * 47 // block), 1, 1) and res.block == (scale.source.configs[tactic - 1].num_warps * 32, 1, 1)
     assert res.extra_arg_values == [float_bits(-1.5), 33 * 47]
     assert res.tactics == [1, 2, 3]
 
@@ -265,7 +265,7 @@ def test_scratch_kernel_registers_jit_only(env):
 
     kop = kop_of(unique_decl(tk.declare_tma_copy))
     info = register_plugin(kop, env.trt, env.trtp)
-    assert info["aot"] == "no" and "scratch buffer" in info["plugin"]
+    assert info.aot is False and "scratch buffer" in info.plugin
 
 
 def unique_decl(declare):

@@ -121,7 +121,7 @@ def test_scratch_kernel_runs_as_a_jit_layer(tt, names):
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("device-side tensor descriptors need sm_90+")
     kop = registry.get(names["tma"])
-    assert kop.trt["aot"] == "no" and "scratch buffer" in kop.trt["plugin"]
+    assert kop.tensorrt.aot is False and "scratch buffer" in kop.tensorrt.plugin
 
     class C(torch.nn.Module):
         def forward(self, x):

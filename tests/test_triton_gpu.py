@@ -99,7 +99,7 @@ def test_kernel_with_a_scratch_buffer(ops, shape):
     major, minor = torch.cuda.get_device_capability()
     if major < 9:
         pytest.skip("device-side tensor descriptors need sm_90+")
-    assert kop.kernel(torch.float32, 1, f"sm_{major}{minor}").global_scratch_size > 0
+    assert kop.image(torch.float32, 1, f"sm_{major}{minor}").needs_scratch
     x = _rand(*shape)
     torch.testing.assert_close(op["tma"](x), x, atol=0, rtol=0)
 

@@ -75,7 +75,7 @@ def test_seed_case_runs_inside_the_engine(tt, ex, case):
     assert _fallback_targets(trt_model, "kern_ex") == [], "the op fell back to PyTorch"
     layers = emu.layers(trt_model)
     kop = registry.get(f"kern_ex::{name}")
-    want = "aot_plugin" if kop.trt.get("aot") == "yes" else "jit_plugin"
+    want = "aot_plugin" if kop.tensorrt.aot else "jit_plugin"
     assert [layer["kind"] for layer in layers] == [want], layers
     assert layers[0]["plugin"] == f"kern_ex::{name}"
     for _ in range(5):

@@ -93,8 +93,8 @@ def test_stored_launches_are_the_eager_plan(env, batch):
     for kop, layer, shape in ((scale, layers["scale"], (batch, 300)), (rsum, plan["layers"][1], (batch, 300))):
         p = kop.plan((2,), layer["tactic"])
         ev = SizesEvaluator([shape])
-        assert layer["kind"] == "aot_plugin" and layer["kernel_name"] == kop.symbol(torch.float32, "sm_90")
-        assert layer["ptx"].encode("latin-1") == kop.program("sm_90").ptx
+        assert layer["kind"] == "aot_plugin" and layer["kernel_name"] == kop.image(torch.float32, 1, "sm_90").symbol
+        assert layer["ptx"].encode("latin-1") == kop.image(torch.float32, 1, "sm_90").aot_ptx
         got = {k: fmt.evaluate(v, b) for k, v in layer["launch"].items()}
         assert (got["grid_x"], got["grid_y"], got["grid_z"]) == tuple(evaluate(e, ev) for e in p.grid)
         assert (got["block_x"], got["block_y"], got["block_z"]) == tuple(p.block)

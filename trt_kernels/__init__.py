@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     if name == "TritonConfig":  # the module imports without triton; triton is imported when an op is declared
-        from .triton_op import TritonConfig
+        from .triton_source import TritonConfig
 
         return TritonConfig
     raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")

@@ -10,6 +10,7 @@ takes, so the entries are the ones a launch looks up.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -26,7 +27,7 @@ def _bar(done: int, total: int, label: str) -> None:
 
 def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict[str, Any]]:
     """Compile every op for every arch; one row per (op, arch)."""
-    from .compile import cache_entry_path, normalize_arch
+    from .compile import normalize_arch
     from .errors import CompileError, KernelABIError
 
     jobs = [(k, normalize_arch(a)) for k in kops for a in archs]
@@ -35,25 +36,27 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict
         if progress:
             _bar(i, len(jobs), f"{kop.op_name} {arch}")
         row: Dict[str, Any] = {"op": kop.op_name, "arch": arch}
-        if kop.ptx is not None:
-            row.update(result="skipped", detail="declared from PTX (ptx_op): nothing to compile", ms=None)
+        if not kop.source.needs_arch:
+            row.update(result="skipped", detail=f"declared with {kop.source.entry_point}: one build serves every arch, "
+                                                "nothing to compile", ms=None)
             rows.append(row)
             continue
-        at_import = arch in kop._programs
+        at_import = arch in kop.builds()
         t0 = time.perf_counter()
         try:
-            prog = kop.program(arch)
+            b = kop.binary(arch)
         except (CompileError, KernelABIError) as e:
             row.update(result="failed", detail=str(e), ms=(time.perf_counter() - t0) * 1e3)
             rows.append(row)
             continue
         ms = (time.perf_counter() - t0) * 1e3
-        how = "read from the cache" if prog.from_cache else "compiled by NVRTC"
-        path = cache_entry_path(prog.key, prog.arch)
-        size = path.stat().st_size if path is not None and path.is_file() else None
+        tool = b.toolchain.split()[0]
+        how = "read from the cache" if b.from_cache else f"compiled by {tool}"
+        entries = [{"path": e, "bytes": os.path.getsize(e)} for e in b.entries if os.path.isfile(e)]
         row.update(result=("at import: " + how) if at_import else how, ms=None if at_import else ms,
-                   nvrtc=prog.from_cache is False, entry=str(path) if path else None, bytes=size,
-                   kernels=len(prog.lowered))
+                   compiled=not b.from_cache, nvrtc=not b.from_cache and tool == "NVRTC", toolchain=b.toolchain,
+                   entry=entries[0]["path"] if entries else None, entries=entries,
+                   bytes=sum(e["bytes"] for e in entries) if entries else None, kernels=len(b.kernels))
         rows.append(row)
     if progress:
         _bar(len(jobs), len(jobs), "done")
@@ -98,13 +101,17 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     rows = compile_ops(kops, archs, progress=progress)
     total_s = time.perf_counter() - t1
     failed = [r for r in rows if r["result"] == "failed"]
-    compiled = sum(1 for r in rows if r.get("nvrtc"))
-    cached = sum(1 for r in rows if r.get("nvrtc") is False)
-    written = sum(r.get("bytes") or 0 for r in rows if r.get("nvrtc") and r.get("bytes"))
+    compiled = sum(1 for r in rows if r.get("compiled"))
+    cached = sum(1 for r in rows if r.get("compiled") is False)
+    written = sum(r.get("bytes") or 0 for r in rows if r.get("compiled") and r.get("bytes"))
+    tools = sorted({r["toolchain"].split()[0] for r in rows if r.get("compiled")})
+    by_tool = {t: sum(1 for r in rows if r.get("compiled") and r["toolchain"].startswith(t + " ")) for t in tools}
     if as_json:
         print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "cache_dir": str(cdir),
                           "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
-                          "nvrtc_compiles": compiled, "cache_hits": cached, "failed": len(failed)}, indent=2))
+                          "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
+                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed)},
+                         indent=2))
         return 1 if failed else 0
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"
           f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}) into {cdir}")
@@ -112,15 +119,17 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     print(f"  {'op':<{w}}  {'arch':<7} {'ms':>8}  {'result':<32} entry")
     for r in rows:
         ms = f"{r['ms']:.1f}" if r.get("ms") is not None else "-"
-        entry = f"{r['entry']} ({r['bytes']} B)" if r.get("entry") else (r.get("detail", "") if r["result"] != "failed"
+        more = f" and {len(r['entries']) - 1} more" if len(r.get("entries") or ()) > 1 else ""
+        entry = f"{r['entry']}{more} ({r['bytes']} B)" if r.get("entry") else (r.get("detail", "") if r["result"] != "failed"
                                                                           else "")
         print(f"  {r['op']:<{w}}  {r['arch']:<7} {ms:>8}  {r['result']:<32} {entry}")
         if r["result"] == "failed":
             print("    " + r["detail"].replace("\n", "\n    "))
-    print(f"total: {len(rows)} programs, {compiled} compiled by NVRTC ({written} bytes written), {cached} already "
+    how = f" by {tools[0]}" if len(tools) == 1 else f" ({', '.join(f'{t} {n}' for t, n in by_tool.items())})" if tools else ""
+    print(f"total: {len(rows)} programs, {compiled} compiled{how} ({written} bytes written), {cached} already "
           f"cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms importing "
           f"{target})")
     if not failed:
         print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
-              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; NVRTC compiles nothing there")
+              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; nothing is compiled there")
     return 1 if failed else 0

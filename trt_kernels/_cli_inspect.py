@@ -14,6 +14,7 @@ import runpy
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .errors import CompileError, KernelABIError
 from .registry import CHECK_ARCH
 
 SCHEMA = "trt-kernels.inspect/1"
@@ -90,28 +91,19 @@ def parse_ranks(items: Sequence[str]) -> Dict[str, int]:
 
 
 def _tactics(kop) -> List[Dict[str, Any]]:
-    from .spec import Elementwise, Reduction
-
-    g = kop.spec.geometry
-    if isinstance(g, Elementwise):
-        blocks = [tuple(g.block)] + [tuple(t) for t in g.tactics]
-    elif isinstance(g, Reduction):
-        blocks = [(g.block_size,)] + [(t,) for t in g.tactics]
-    else:
-        return [{"id": 1, "block": None, "note": "one launch (no alternatives declared)"}]
-    return [{"id": i + 1, "block": list(b) + [1] * (3 - len(b)), "note": "eager uses this" if i == 0 else ""}
-            for i, b in enumerate(blocks)]
+    return [{"id": i + 1, "block": list(g.block) + [1] * (3 - len(g.block)), "note": "eager uses this" if i == 0 else ""}
+            for i, g in enumerate(kop.sig.launches)] or [{"id": 1, "block": None, "note": "launched by eager_fn / aot_fn"}]
 
 
-def _plan(kop, ranks_given: Dict[str, int]) -> Dict[str, Any]:
+def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, Any]:
     from . import dtypes as _dt
     from .errors import InputError
 
-    v = kop.v
-    names = list(v.tensor_names)
-    if not kop.has_plan_outputs or not kop.has_plan_geometry:
+    sig = kop.sig
+    names = list(sig.tensor_names)
+    if not sig.has_outputs or not sig.has_geometry:
         parts = []
-        parts.append("outputs from meta_fn" if not kop.has_plan_outputs else "outputs from the spec")
+        parts.append("outputs from meta_fn" if not sig.has_outputs else "outputs from the spec")
         parts.append("eager launch by eager_fn" if kop.eager_fn is not None else "eager launch from the plan")
         if kop.aot_fn is not None:
             parts.append("TensorRT launch by aot_fn")
@@ -121,29 +113,29 @@ def _plan(kop, ranks_given: Dict[str, int]) -> Dict[str, Any]:
         raise TargetError(f"{kop.op_name}: --rank names {unknown}, which are not tensor inputs of the op "
                           f"(tensor inputs: {names})")
     ranks, assumed = [], []
-    for d in v.tensor_decls:
+    for d in sig.tensor_decls:
         r = ranks_given.get(d.name, d.ndim)
         if r is None:
             r = 2
             assumed.append(d.name)
         ranks.append(r)
     try:
-        p = kop.plan(tuple(ranks))
-    except InputError as e:
+        p = kop.plan(tuple(ranks), 1, arch)
+    except (InputError, CompileError, KernelABIError) as e:
         return {"derived": True, "ranks": dict(zip(names, ranks)), "ranks_assumed": assumed, "error": str(e)}
     f = lambda e: fmt_expr(e, names)  # noqa: E731
     outputs = []
-    for o, decl in zip(p.outputs, kop.spec.outputs):
+    for o, decl in zip(p.outputs, sig.outputs):
         if o.dtype is not None:
             dt = _dt.short(o.dtype)
         else:
-            src = v.tensor_decls[o.dtype_src]
+            src = sig.tensor_decls[o.dtype_src]
             dt = _dt.short(src.dtype) if src.dtype is not None else f"dtype of {src.name}"
         outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
     args = [f"{n}.data_ptr()" for n in names]
-    args += [d.name for d in v.scalar_decls]
+    args += [d.name for d in sig.scalar_decls]
     args += [f(e) for e in p.extras]
-    args += [f"{o.name}.data_ptr()" for o in kop.spec.outputs]
+    args += [f"{o.name}.data_ptr()" for o in sig.outputs]
     return {
         "derived": True, "ranks": dict(zip(names, ranks)), "ranks_assumed": assumed,
         "grid": [f(e) for e in p.grid], "block": list(p.block), "shared_mem": f(p.shared_mem),
@@ -151,127 +143,90 @@ def _plan(kop, ranks_given: Dict[str, int]) -> Dict[str, Any]:
     }
 
 
-def _abi(kop, arch: str) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]], List[str]]:
-    """(per-dtype ABI rows, the compiled program's cache facts, errors)."""
+def _abi(kop, arch: str):
+    """(per-dtype ABI rows, the build's cache facts, errors, the build or None)."""
     from . import abi as _abi
     from . import dtypes as _dt
-    from .compile import cache_entry_path
-    from .errors import CompileError, KernelABIError
 
     errors: List[str] = []
-    prog = None
-    ptx = kop.ptx
-    if ptx is None:
-        try:
-            prog = kop.program(arch)
-            ptx = prog.ptx
-        except KernelABIError as e:
-            errors.append(str(e))
-        except CompileError as e:
-            errors.append(str(e))
-        if prog is None and ptx is None:
-            # compile without the ABI check, to show what the PTX does take
-            try:
-                from .compile import compile_program
-                from .registry import _with_headers
-
-                names = [kop.name_expression(d) for d in kop.dtypes]
-                p2 = compile_program(_with_headers(kop.spec.kernel_source, kop.dtypes, kop.v), names, arch=arch,
-                                     options=kop.spec.compile_options, std=kop.spec.compile_std,
-                                     include_paths=kop.spec.include_paths, label=kop.op_name)
-                ptx, lowered = p2.ptx, p2.lowered
-            except Exception:  # noqa: BLE001 - the compile error is reported already
-                lowered = {}
-        else:
-            lowered = prog.lowered if prog is not None else {}
-    else:
-        lowered = {kop.spec.kernel_name: kop.spec.kernel_name}
+    binary = None
+    try:
+        binary = kop.binary(arch)
+    except (CompileError, KernelABIError) as e:
+        errors.append(str(e))
+        try:  # build without the ABI check, to show what the PTX does take
+            binary = kop.source.build(arch if kop.source.needs_arch else None, check_abi=False)
+        except Exception:  # noqa: BLE001 - the error is reported already
+            binary = None
     rows = []
     for d in kop.dtypes:
-        name_expr = kop.name_expression(d) if kop.ptx is None else kop.spec.kernel_name
-        symbol = lowered.get(name_expr)
-        row: Dict[str, Any] = {"dtype": _dt.short(d), "kernel_name": name_expr, "symbol": symbol}
-        if kop.has_plan_outputs:
-            expected = _abi.expected_params(kop.spec, kop.v, d)
-            row["c_signature"] = f"__global__ void {name_expr.split('<')[0]}({', '.join(p.label for p in expected)})"
-            row["expected"] = [{"param": p.label, "kind": p.kind, "bytes": p.size} for p in expected]
-        else:
-            expected = None
-            row["c_signature"] = None
-            row["expected"] = None
-        found = _abi.ptx_params(ptx, symbol) if (ptx is not None and symbol) else None
+        name_expr = kop.source.name_expression(d)
+        image = binary.kernel(d, 1) if binary is not None else None
+        row: Dict[str, Any] = {"dtype": _dt.short(d), "kernel_name": name_expr,
+                               "symbol": image.symbol if image is not None else None}
+        expected = kop.sig.params(d) if kop.sig.has_outputs else None
+        row["c_signature"] = (f"__global__ void {name_expr.split('<')[0]}({', '.join(p.label for p in expected)})"
+                              if expected is not None else None)
+        row["expected"] = ([{"param": p.label, "kind": p.kind, "bytes": p.size} for p in expected]
+                           if expected is not None else None)
+        found = _abi.ptx_params(image.ptx, image.symbol) if image is not None else None
         row["ptx_params"] = [{"type": t, "bytes": b} for t, b in found] if found is not None else None
+        # pointers the compiler appends after the declared parameters (Triton's scratch buffers)
+        row["hidden_params"] = len(image.scratch) if image is not None else 0
         if found is not None and expected is not None:
-            row["param_ok"] = [i < len(found) and i < len(expected) and found[i][1] == expected[i].size
-                               and _abi._kind_ok(expected[i].kind, found[i][0])
-                               for i in range(max(len(found), len(expected)))]
-            row["matches"] = len(found) == len(expected) and all(row["param_ok"])
+            declared = found[:len(found) - row["hidden_params"]]
+            row["param_ok"] = _abi.param_ok(declared, expected)
+            row["matches"] = len(declared) == len(expected) and all(row["param_ok"])
         else:
             row["param_ok"] = None
             row["matches"] = None
         rows.append(row)
     cache = None
-    if prog is not None:
-        path = cache_entry_path(prog.key, prog.arch)
-        size = path.stat().st_size if path is not None and path.is_file() else None
-        cache = {"key": prog.key, "path": str(path) if path is not None else None, "bytes": size,
-                 "state": "read from the disk cache" if prog.from_cache else "compiled by NVRTC in this process",
-                 "arch": prog.arch, "nvrtc": ".".join(map(str, prog.nvrtc_version)),
-                 "ptx_isa": ".".join(map(str, prog.ptx_isa)) if prog.ptx_isa else None,
-                 "ptx_bytes": len(prog.ptx), "cubin_bytes": len(prog.cubin)}
-    return rows, cache, errors
+    if binary is not None and binary.entries:
+        entries = [{"path": e, "bytes": os.path.getsize(e) if os.path.isfile(e) else None} for e in binary.entries]
+        isas = sorted({k.ptx_isa for k in binary.kernels.values() if k.ptx_isa})
+        cache = {"path": entries[0]["path"], "bytes": sum(e["bytes"] or 0 for e in entries) or None, "entries": entries,
+                 "state": ("read from the disk cache" if binary.from_cache else
+                           f"compiled by {binary.toolchain.split()[0]} in this process"),
+                 "arch": binary.arch, "toolchain": binary.toolchain,
+                 "ptx_isa": ", ".join(f"{a}.{b}" for a, b in isas) or None, **binary.details}
+    return rows, cache, errors, binary
 
 
-def _tensorrt(kop, trt_state: Dict[str, str], prog_cache: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
     from .launch import driver_version
-    from .ptxcheck import ptx_loadable_note
 
-    # the same rule as trt_kernels.plugins.qdp.PluginBuilder.has_aot
-    if kop.aot_fn is not None:
-        mode, why = "AOT", "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python at run time"
-    elif kop.has_plan_geometry and kop.has_plan_outputs:
-        mode = "AOT"
-        why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
-        if kop.v.scalar_decls:
-            why += ("; scalars (" + ", ".join(d.name for d in kop.v.scalar_decls)
-                    + ") are baked into the extra arguments when the engine is built")
-    else:
-        mode = "JIT"
-        why = ("override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at run time, so the engine "
-               "needs trt_kernels imported to run. Fix for AOT: declare outputs and geometry, or pass aot_fn=")
+    decision = kop.aot
     available = trt_state.get("available") == "yes"
-    out = {"plugin": mode, "why": why,
-           "registered": kop.trt.get("plugin") if available else None,
-           "converter": kop.trt.get("converter", "not registered") if available else
+    out = {"plugin": decision.mode.value, "why": decision.why,
+           "registered": kop.tensorrt.plugin or None if available else None,
+           "converter": kop.tensorrt.converter or "not registered" if available else
            f"not registered: {trt_state.get('reason') or 'TensorRT side not initialised'}",
            "side": trt_state.get("available", "no"), "side_reason": trt_state.get("reason") or None}
     if trt_state.get("backend"):
         out["backend"] = trt_state["backend"]
-    note = None
-    if prog_cache is not None and prog_cache.get("nvrtc"):
-        nv = tuple(int(x) for x in prog_cache["nvrtc"].split("."))
-        note = ptx_loadable_note(nv, driver_version())
-    out["ptx_driver_note"] = note
+    out["ptx_driver_note"] = kop.source.ptx_note(binary, driver_version()) if binary is not None else None
     return out
 
 
 def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -> Dict[str, Any]:
     from . import dtypes as _dt
 
-    abi_rows, cache, errors = _abi(kop, arch)
+    abi_rows, cache, errors, binary = _abi(kop, arch)
     d: Dict[str, Any] = {
         "op": kop.op_name,
         "schema": kop.schema,
-        "declared_by": "ptx_op" if kop.ptx is not None else "cuda_kernel_op",
-        "overrides": [n for n in ("meta_fn", "eager_fn", "aot_fn", "backward")
-                      if getattr(kop, n) is not None],
-        "arch": arch if kop.ptx is None else None,
+        "declared_by": kop.source.entry_point,
+        "source": kop.source.describe(),
+        "overrides": [n for n in kop.overrides if n != "setup_context"],
+        "arch": arch if kop.source.needs_arch else None,
         "abi": abi_rows,
-        "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.v.tensor_names}),
+        "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.sig.tensor_names},
+                      arch if kop.source.needs_arch else None),
         "dtypes": [_dt.short(t) for t in kop.dtypes],
         "tactics": _tactics(kop),
         "cache": cache,
-        "tensorrt": _tensorrt(kop, trt_state, cache),
+        "tensorrt": _tensorrt(kop, trt_state, binary),
         "errors": errors,
     }
     return d
@@ -292,6 +247,7 @@ def format_op(d: Dict[str, Any]) -> str:
     add(f"{d['op']}{d['schema']}")
     how = d["declared_by"] + (f" with {', '.join(d['overrides'])}" if d["overrides"] else "")
     add(f"  declared      {how}")
+    add(f"  source        {d['source']}")
     for row in d["abi"]:
         add(f"  kernel        {row['kernel_name']} [{row['dtype']}] -> symbol {row['symbol'] or '(not compiled)'}"
             + (f" for {d['arch']}" if d["arch"] else ""))
@@ -303,15 +259,24 @@ def format_op(d: Dict[str, Any]) -> str:
         if got is None and not exp:
             continue
         verdict = {True: "agree", False: "DISAGREE", None: "not compared"}[row["matches"]]
-        add(f"  PTX params    {len(got) if got is not None else '?'} in the .entry; spec and PTX {verdict}")
+        hidden = f" ({row['hidden_params']} appended by the compiler, after the declared ones)" if row["hidden_params"] else ""
+        add(f"  PTX params    {len(got) if got is not None else '?'} in the .entry{hidden}; spec and PTX {verdict}")
         n = max(len(exp), len(got or []))
         w = max([len(p["param"]) for p in exp] + [10])
         for i in range(n):
             e = exp[i] if i < len(exp) else None
             g = got[i] if got is not None and i < len(got) else None
-            es = f"{e['param']:<{w}} {e['kind']:>5} {e['bytes']}B" if e else f"{'(not declared)' if not exp else '(missing)':<{w + 9}}"
+            n_declared = len(got or ()) - row["hidden_params"]
+            hidden = g is not None and i >= n_declared and row["hidden_params"]
+            missing = "(not declared)" if not exp else "(hidden pointer)" if hidden else "(missing)"
+            es = f"{e['param']:<{w}} {e['kind']:>5} {e['bytes']}B" if e else f"{missing:<{w + 9}}"
             gs = f".{g['type']:<6} {g['bytes']}B" if g else "(nothing)"
-            ok = "" if row["param_ok"] is None else ("ok" if row["param_ok"][i] else "<-- differs")
+            if row["param_ok"] is None:
+                ok = ""
+            elif hidden:
+                ok = "appended by the compiler"
+            else:
+                ok = "ok" if i < len(row["param_ok"]) and row["param_ok"][i] else "<-- differs"
             add(f"    {i:2d}  {es:<{w + 10}}  {gs:<12} {ok}".rstrip())
     p = d["plan"]
     if not p.get("derived"):
@@ -336,13 +301,12 @@ def format_op(d: Dict[str, Any]) -> str:
     add(f"  tactics       {tac}")
     c = d["cache"]
     if c is None:
-        add("  cache         " + ("none (ptx_op: nothing compiled)" if d["declared_by"] == "ptx_op"
-                                  else "no entry (not compiled)"))
+        add("  cache         no entry (nothing compiled, or the cache is disabled)")
     else:
-        where = f"{c['path']} ({_kib(c['bytes'])})" if c["path"] else "disabled (TRT_KERNELS_CACHE=0)"
-        add(f"  cache         {where}, {c['state']}")
-        add(f"                NVRTC {c['nvrtc']}, PTX ISA {c['ptx_isa']}, PTX {_kib(c['ptx_bytes'])}, "
-            f"CUBIN {_kib(c['cubin_bytes'])}")
+        more = f" and {len(c['entries']) - 1} more" if len(c["entries"]) > 1 else ""
+        add(f"  cache         {c['path']}{more} ({_kib(c['bytes'])}), {c['state']}")
+        add(f"                {c['toolchain']}, PTX ISA {c['ptx_isa']}"
+            + (f", PTX {_kib(c['ptx_bytes'])}, CUBIN {_kib(c['cubin_bytes'])}" if "cubin_bytes" in c else ""))
     t = d["tensorrt"]
     add(f"  TensorRT      plugin {t['plugin']}: {t['why']}")
     if t["registered"]:

@@ -9,51 +9,10 @@ silent bug: arguments in the wrong order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-import torch
-
-from . import dtypes as _dt
 from .errors import KernelABIError
-from .spec import KernelSpec, Validated
-
-
-@dataclass(frozen=True)
-class Param:
-    """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
-
-    kind: str
-    size: int
-    code: str  # struct format code used to pack it
-    label: str  # how the spec describes it, for messages
-
-
-_SCALAR = {float: ("float", 4, "f", "float"), int: ("int", 4, "i", "int"), bool: ("bool", 1, "?", "bool")}
-
-
-def expected_params(spec: KernelSpec, v: Validated, dtype: torch.dtype) -> List[Param]:
-    """The parameter list the spec implies for the kernel instantiated at ``dtype``."""
-    out: List[Param] = []
-    for d in v.tensor_decls:
-        ct = _dt.c_type(d.dtype or dtype)
-        out.append(Param("ptr", 8, "Q", f"const {ct}* {d.name}"))
-    for s in v.scalar_decls:
-        kind, size, code, ct = _SCALAR[s.py_type]
-        out.append(Param(kind, size, code, f"{ct} {s.name}"))
-    for i, e in enumerate(spec.extras):
-        out.append(Param("int", 4, "i", f"int extra{i} /* {e} */"))
-    for o in spec.outputs or ():
-        if o.dtype is not None:
-            odt = o.dtype
-        elif o.dtype_from is not None:
-            odt = v.tensor_decls[v.tensor_names.index(o.dtype_from)].dtype or dtype
-        else:
-            src = getattr(o.shape, "input_idx", 0)
-            idx = v.tensor_names.index(src) if isinstance(src, str) else src
-            odt = v.tensor_decls[idx].dtype or dtype
-        out.append(Param("ptr", 8, "Q", f"{_dt.c_type(odt)}* {o.name}"))
-    return out
+from .signature import Param
 
 
 _ENTRY_ANY = re.compile(r"\.entry\s+(?P<name>[\w$%.]+)\s*\((?P<params>[^)]*)\)")
@@ -95,8 +54,17 @@ def _kind_ok(kind: str, ptx_type: str) -> bool:
     return base in ("u64", "s64", "b64")
 
 
-def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: Sequence[Param]) -> None:
-    """Raise :class:`KernelABIError` if the PTX entry's parameters differ from ``params``."""
+def param_ok(found: Sequence[Tuple[str, int]], params: Sequence[Param]) -> List[bool]:
+    """Per position (the longer of the two lists), whether the PTX parameter is the declared one."""
+    return [i < len(found) and i < len(params) and found[i][1] == params[i].size and _kind_ok(params[i].kind, found[i][0])
+            for i in range(max(len(found), len(params)))]
+
+
+def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: Sequence[Param], *,
+              hidden: str = "") -> int:
+    """Raise :class:`KernelABIError` if the PTX entry's parameters differ from ``params``; returns how many
+    parameters follow them. ``hidden``: what the compiler appends after the declared parameters (Triton's
+    scratch pointers), which may then follow as 64-bit values; empty: nothing may follow."""
     found = ptx_params(ptx, symbol)
     expected_sig = ",\n    ".join(p.label for p in params)
     if found is None:
@@ -104,15 +72,17 @@ def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: S
             f"{op_name}: kernel {kernel_name!r} (symbol {symbol!r}) has no .entry in the compiled PTX. "
             "Fix: mark it __global__ and make kernel_name match it"
         )
-    bad = len(found) != len(params) or any(
-        size != p.size or not _kind_ok(p.kind, t) for (t, size), p in zip(found, params)
-    )
+    extra = found[len(params):]
+    ok = param_ok(found[:len(params)], params)
+    bad = len(found) < len(params) or not all(ok) or (extra and not hidden) or any(size != 8 for _, size in extra)
     if bad:
         got = ", ".join(t for t, _ in found)
+        then = f", then {hidden}" if hidden else ""
         raise KernelABIError(
             f"{op_name}: kernel {kernel_name!r} takes {len(found)} parameters ({got}) but the spec "
-            f"implies {len(params)}:\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
+            f"implies {len(params)}{then}:\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
             "The calling convention is (tensor input pointers, scalar inputs, extras, output pointers), "
             "each in declaration order; extras are C ints. "
             "Fix: reorder the kernel's parameters or the spec's inputs/extras/outputs to agree"
         )
+    return len(extra)

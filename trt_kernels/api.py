@@ -12,9 +12,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from . import registry, torch_op
+from .cuda_source import CudaSource
 from .errors import SpecError
-from .registry import KernelOp
-from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput, parse_op_name, validate
+from .op import KernelOp
+from .ptx_source import PtxSource
+from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
+from .validate import parse_op_name, validate_signature
 
 _LOG = logging.getLogger("trt_kernels")
 _REPORTED_MISSING: list = []
@@ -63,13 +66,18 @@ def cuda_kernel_op(
                      setup_context=setup_context, capability_validator=capability_validator)
     if setup_context is not None and backward is None:
         raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
-    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
-                 has_aot_fn=aot_fn is not None)
+    parse_op_name(op_name)
+    if not isinstance(spec, KernelSpec):
+        raise SpecError(f"{op_name}: spec: expected a trt_kernels.KernelSpec, got {type(spec).__name__}. "
+                        "Fix: pass ttk.KernelSpec(...)")
+    CudaSource.check(op_name, spec)
+    sig = validate_signature(op_name, inputs=spec.inputs, outputs=spec.outputs, extras=spec.extras,
+                             geometries=[spec.geometry], dtypes=spec.dtypes, has_meta_fn=meta_fn is not None,
+                             has_eager_fn=eager_fn is not None)
     kop = KernelOp(
-        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
+        sig=sig, source=CudaSource(sig, spec), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
         supports_dynamic_shapes=supports_dynamic_shapes, backward=backward, setup_context=setup_context,
-        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
-                     capability_validator=capability_validator),
+        options=_options(requires_output_allocator, priority, capability_validator),
     )
     done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
     _LOG.debug("%s: %s", op_name, done)
@@ -105,29 +113,17 @@ def ptx_op(
     parse_op_name(op_name)
     _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
                      capability_validator=capability_validator)
-    if isinstance(ptx, str):
-        try:
-            ptx = ptx.encode()
-        except UnicodeEncodeError:
-            raise SpecError(f"{op_name}: ptx: not ASCII/UTF-8 text. Fix: pass the PTX as written by the compiler") from None
-    if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
-        raise SpecError(f"{op_name}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
+    ptx = PtxSource.check(op_name, ptx)
     if inputs is None and meta_fn is not None:
         inputs = _inputs_from_signature(op_name, meta_fn)
-    spec = KernelSpec(kernel_source="", kernel_name=kernel_name, inputs=inputs, outputs=outputs,
-                      extras=list(extras), geometry=geometry)
-    v = validate(op_name, spec, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None,
-                 has_aot_fn=aot_fn is not None, needs_source=False)
-    if "<" in kernel_name:
-        raise SpecError(f"{op_name}: kernel_name {kernel_name!r}: ptx_op takes the PTX symbol, not a C++ name expression. "
-                        "Fix: pass the mangled name from the PTX's .entry line")
+    sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=[geometry],
+                             has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None)
     kop = KernelOp(
-        op_name=op_name, spec=spec, v=v, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, ptx=bytes(ptx).rstrip(b"\x00"),
+        sig=sig, source=PtxSource(sig, ptx, kernel_name), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
         supports_dynamic_shapes=supports_dynamic_shapes,
-        options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
-                     capability_validator=capability_validator),
+        options=_options(requires_output_allocator, priority, capability_validator),
     )
-    kop.check_abi(kop.ptx, {kernel_name: kernel_name})
+    kop.prepare()  # compiles nothing: the PTX was checked against the declaration above
     return _register(kop, schema)
 
 
@@ -168,26 +164,31 @@ def triton_kernel_op(
     ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
     from .compile import default_arch
-    from .triton_op import declare
+    from .triton_source import declare
 
     parse_op_name(op_name)
     _check_callables(op_name, backward=backward, setup_context=setup_context, capability_validator=capability_validator)
-
-    kop = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras, constexprs=constexprs,
-                  num_warps=num_warps, num_stages=num_stages, tactics=tactics, dtypes=dtypes,
-                  arch_override=arch_override, compile_options=compile_options, backward=backward,
-                  setup_context=setup_context, supports_dynamic_shapes=supports_dynamic_shapes,
-                  options=dict(requires_output_allocator=requires_output_allocator, priority=priority,
-                               capability_validator=capability_validator))
+    if setup_context is not None and backward is None:
+        raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
+    sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
+                          constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
+                          dtypes=dtypes, arch_override=arch_override, compile_options=compile_options)
+    kop = KernelOp(sig=sig, source=source, backward=backward, setup_context=setup_context,
+                   supports_dynamic_shapes=supports_dynamic_shapes,
+                   options=_options(requires_output_allocator, priority, capability_validator))
     # no GPU and no arch given: compile for CHECK_ARCH anyway, so mistakes surface at declaration
     arch = None if registry.compile_deferred() else arch_override or default_arch() or registry.CHECK_ARCH
     if arch is not None:
-        prog = kop.program(arch)  # compile errors and ABI mismatches surface at registration
-        if any(k.needs_scratch for (d, t), k in prog.kernels.items() if t == 1):
-            kop.eager_fn = kop.eager_with_scratch  # the fast path passes NULL scratch pointers
+        kop.binary(arch)  # compile errors and ABI mismatches surface at registration
     else:
         _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
     return _register(kop, schema)
+
+
+def _options(requires_output_allocator: bool, priority: Any, capability_validator: Any) -> dict:
+    """The converter's registration options, as Torch-TensorRT names them."""
+    return dict(requires_output_allocator=requires_output_allocator, priority=priority,
+                capability_validator=capability_validator)
 
 
 def _check_callables(op_name: str, **fns: Any) -> None:

@@ -1,8 +1,8 @@
 """The disk cache's store: opaque entries, framed and checked, read and written safely.
 
 The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.compile` for
-NVRTC programs, :mod:`trt_kernels.triton_source` for Triton kernels) that turns a payload into
-a program and back. Every entry on disk is framed by the store as::
+NVRTC programs, :mod:`trt_kernels.triton_compile` for Triton kernels) that turns a payload into
+a program and back, both through :func:`pack_payload` / :func:`unpack_payload`. Every entry on disk is framed by the store as::
 
     magic (6 bytes: b"TRTKC\\0" NVRTC, b"TRTKT\\0" Triton) + SHA-256 of the payload (32 bytes) + payload
 
@@ -13,7 +13,7 @@ Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt
 ``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` turns it off. Layout::
 
     <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.compile)
-    <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_source)
+    <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_compile)
     <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
 
 Reads open regular files only (no FIFO, device or symbolic link; at most
@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import logging
 import os
 import re
 import stat
+import struct
 import tempfile
 import threading
 import time
@@ -93,6 +95,30 @@ def unframe(blob: bytes, magic: bytes) -> bytes:
     if hashlib.sha256(payload).digest() != blob[len(magic):start]:
         raise ValueError("checksum mismatch")
     return payload
+
+
+def pack_payload(header: dict, **blobs: bytes) -> bytes:
+    """A codec's payload: a 4-byte little-endian header length, the JSON ``header`` (with a
+    ``<name>_len`` for each blob added), then the blobs in the order given."""
+    meta = dict(header, **{f"{name}_len": len(b) for name, b in blobs.items()})
+    head = json.dumps(meta).encode()
+    return struct.pack("<I", len(head)) + head + b"".join(blobs.values())
+
+
+def unpack_payload(payload: bytes, *names: str) -> Tuple[dict, List[bytes]]:
+    """``(header, [blob, ...])`` of a :func:`pack_payload` payload whose blobs are ``names``, in order;
+    ValueError when the lengths do not add up (the ``<name>_len`` keys are taken out of the header)."""
+    (hlen,) = struct.unpack_from("<I", payload, 0)
+    header = json.loads(payload[4:4 + hlen])
+    lens = [int(header.pop(f"{n}_len")) for n in names]
+    body = payload[4 + hlen:]
+    if len(body) != sum(lens):
+        raise ValueError(f"the lengths of {', '.join(names)} do not add up to the entry's")
+    out, pos = [], 0
+    for n in lens:
+        out.append(bytes(body[pos:pos + n]))
+        pos += n
+    return header, out
 
 
 def _older_format(blob: bytes, magic: bytes) -> bool:

@@ -34,14 +34,14 @@ import json
 import logging
 import os
 import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
-from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
+from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError
+from .ptxcheck import ptx_isa
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
 _LOG = logging.getLogger("trt_kernels")
@@ -67,8 +67,7 @@ class CompiledProgram:
     @property
     def ptx_isa(self) -> Optional[Tuple[int, int]]:
         """The PTX ISA version of ``.version`` in the PTX (e.g. (9, 0) for CUDA 13.0)."""
-        m = re.search(rb"^\.version\s+(\d+)\.(\d+)", self.ptx, re.M)
-        return (int(m.group(1)), int(m.group(2))) if m else None
+        return ptx_isa(self.ptx)
 
 
 def _check(result, what: str):
@@ -150,28 +149,19 @@ def program_key(source: str, names: Sequence[str], options: Sequence[str], std: 
 
 def _encode(prog: CompiledProgram) -> bytes:
     """The payload of an entry (the store frames and checksums it)."""
-    header = json.dumps({
-        "lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
-        "ptx_len": len(prog.ptx), "cubin_len": len(prog.cubin), "key": prog.key, "toolchain": prog.toolchain,
-        "format": _FORMAT,
-    }).encode()
-    return struct.pack("<I", len(header)) + header + prog.ptx + prog.cubin
+    return pack_payload({"lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
+                         "key": prog.key, "toolchain": prog.toolchain, "format": _FORMAT}, ptx=prog.ptx, cubin=prog.cubin)
 
 
 def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
     """The program in a payload the store has checked; raises on one for another key, arch,
     format or NVRTC."""
-    (hlen,) = struct.unpack_from("<I", payload, 0)
-    header = json.loads(payload[4:4 + hlen])
-    body = payload[4 + hlen:]
-    if len(body) != header["ptx_len"] + header["cubin_len"]:
-        raise ValueError("PTX and CUBIN lengths do not add up to the entry's")
+    header, (ptx, cubin) = unpack_payload(payload, "ptx", "cubin")
     if header.get("format") != _FORMAT or header["arch"] != arch or header["key"] != key:
         raise ValueError(f"entry for format {header.get('format')} / {header['arch']} / key {header['key']}, "
                          f"wanted {_FORMAT} / {arch} / {key}")
     if header.get("toolchain") != toolchain_id:  # never hand out what another NVRTC built
         raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
-    ptx, cubin = body[: header["ptx_len"]], body[header["ptx_len"]:]
     return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
                            nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True,
                            toolchain=toolchain_id)

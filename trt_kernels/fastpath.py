@@ -31,6 +31,7 @@ from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
 from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from .plan import GRID_LIMITS, INT32_MAX, INT64_MAX, LaunchPlan, concrete
+from .signature import SCALAR_TYPES
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -66,16 +67,31 @@ def unwritten_error(op_name: str, grid) -> InputError:
 
 def scalar_error(kop, args, exc) -> InputError:
     """The clear error for a scalar argument that does not fit its C type."""
-    for i, d in enumerate(kop.spec.inputs):
-        if kop.v.arg_kinds[i] != "scalar":
+    for i, d in enumerate(kop.sig.inputs):
+        if kop.sig.arg_kinds[i] != "scalar":
             continue
         val = args[i]
         try:
-            struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], val)
+            struct.pack("=" + SCALAR_TYPES[d.py_type][2], val)
         except (struct.error, OverflowError):
             kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
             return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
+
+
+def scratch_buffers(scratch, blocks: int, device) -> List[Tuple[Any, int]]:
+    """``[(tensor, aligned address), ...]``: a buffer of ``size * blocks`` bytes for each ``(size,
+    alignment)`` of ``scratch`` (a kernel's scratch-pointer parameters), ``(None, 0)`` (NULL) where the
+    size is 0. Allocated on the current stream: freed after the launch is enqueued, the allocator
+    reuses the memory in stream order."""
+    out: List[Tuple[Any, int]] = []
+    for size, align in scratch:
+        if size <= 0:
+            out.append((None, 0))
+            continue
+        t = torch.empty(blocks * size + align, dtype=torch.uint8, device=device)
+        out.append((t, (t.data_ptr() + align - 1) // align * align))
+    return out
 
 
 # ---------------- code generation ----------------
@@ -160,20 +176,23 @@ class Launcher:
 
 
 def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None, prefix: str = "_") -> Launcher:
+                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None, prefix: str = "_",
+                   scratch: Tuple[Tuple[int, int], ...] = ()) -> Launcher:
     """The launch code for one (dtype, ranks) of ``kop``: statements over ``a0..aN`` (the op's
-    arguments) that end in ``return``, and the namespace they need."""
+    arguments) that end in ``return``, and the namespace they need. ``scratch``: ``(bytes per block,
+    alignment)`` of each pointer the compiler appended after the declared parameters (NULL where 0
+    bytes; a buffer per launch otherwise)."""
     op = kop.op_name
-    kinds = kop.v.arg_kinds
+    kinds = kop.sig.arg_kinds
     nargs = len(kinds)
-    tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
+    tpos = list(kop.sig.tensor_pos)
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
     names = _Names(tpos)
-    pack = kop.param_pack(kdt)
+    pack = kop.param_pack(kdt, len(scratch))
     P = prefix
 
     def too_big(i: int, v: int):
-        raise InputError(f"{op}: extras[{i}] ({kop.spec.extras[i]}) = {v} does not fit the kernel's 32-bit int. "
+        raise InputError(f"{op}: extras[{i}] ({kop.sig.extra_labels[i]}) = {v} does not fit the kernel's 32-bit int. "
                          "Fix: split the input into chunks of at most 2**31-1 elements")
 
     def bad_grid(gx, gy, gz):
@@ -181,8 +200,8 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
                          "Fix: use smaller inputs or a geometry with fewer blocks along that axis")
 
     def bad_device(i: int, t0, t):
-        raise InputError(f"{op}: inputs are on different devices ({kop.v.tensor_names[0]} on {t0.device}, "
-                         f"{kop.v.tensor_names[i]} on {t.device}). Fix: move them to one CUDA device")
+        raise InputError(f"{op}: inputs are on different devices ({kop.sig.tensor_names[0]} on {t0.device}, "
+                         f"{kop.sig.tensor_names[i]} on {t.device}). Fix: move them to one CUDA device")
 
     def no_backward():
         raise InputError(
@@ -201,11 +220,16 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
     def size_error(args):
         shapes = [tuple(args[p].shape) for p in tpos]
-        concrete(plan, shapes, kop.v.tensor_names)  # raises the InputError that names the expression
+        concrete(plan, shapes, kop.sig.tensor_names)  # raises the InputError that names the expression
         raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
 
     def unwritten(gx, gy, gz):
         raise unwritten_error(op, (gx, gy, gz))
+
+    def scratch_(buf, blocks: int, device):
+        held = scratch_buffers(scratch, blocks, device)
+        pack.set_hidden(buf, [p for _, p in held])
+        return held
 
     ns: Dict[str, Any] = {
         f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,
@@ -217,6 +241,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"{P}stream": stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
         f"{P}funcs": kernel._functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
+        f"{P}scratch": scratch_,
     }
     for i, d in enumerate(out_dtypes):
         ns[f"{P}odt{i}"] = d
@@ -292,6 +317,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"            {P}pack(b[0], 0, {', '.join(vals)})",
         f"        except {P}struct_error as exc:",
         f"            {P}scalar_error(({params},), exc)",
+        *([f"        held = {P}scratch(b[0], gx * gy * gz, a{tpos[0]}.device)"] if any(n > 0 for n, _ in scratch) else []),
         f"        f = {P}funcs.get(dev)",
         "        if f is None:",
         f"            f = {P}load(dev)",
@@ -306,15 +332,16 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
 
 def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None) -> Callable[..., Any]:
+                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None,
+                   scratch: Tuple[Tuple[int, int], ...] = ()) -> Callable[..., Any]:
     """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
 
     ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
     default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
     The function has ``.parts`` (its :class:`Launcher`), ``.source`` and ``.pack``.
     """
-    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream)
-    params = ", ".join(f"a{i}" for i in range(len(kop.v.arg_kinds)))
+    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream, scratch=scratch)
+    params = ", ".join(f"a{i}" for i in range(len(kop.sig.arg_kinds)))
     src = f"def launch({params}):\n" + "\n".join(parts.body) + "\n"
     ns = dict(parts.ns)
     code = compile(src, f"<trt_kernels launcher {kop.op_name} {kdt} ranks={plan.ranks}>", "exec")
@@ -324,7 +351,7 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     fn.pack = parts.pack
     fn.parts = parts
     fn.rebuild = lambda prefix: launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch,
-                                               stream=stream, prefix=prefix)
+                                               stream=stream, prefix=prefix, scratch=scratch)
     return fn
 
 
@@ -405,8 +432,8 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     any key without an inlined body still takes the lookup. Launchers from :func:`build_launcher`
     carry ``rebuild(prefix)``, which writes their body again under the prefix used here.
     """
-    kinds = kop.v.arg_kinds
-    tpos = [i for i, k in enumerate(kinds) if k == "tensor"]
+    kinds = kop.sig.arg_kinds
+    tpos = list(kop.sig.tensor_pos)
     params = ", ".join(f"a{i}" for i in range(len(kinds)))
     g = f"_g{next(_GENERATIONS)}"  # every global of this declaration's code starts with it
     # torch leaves out trailing arguments equal to their schema defaults: they default here too

@@ -15,6 +15,7 @@ import threading
 from typing import Dict, Optional, Sequence, Tuple
 
 from .errors import LaunchError, NoCudaDeviceError
+from .limits import STATIC_SHARED_MEM
 
 _INIT_LOCK = threading.Lock()
 _initialized = False
@@ -110,13 +111,16 @@ class PrimaryContext:
 class LoadedKernel:
     """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device."""
 
-    def __init__(self, image: bytes, symbol: str, label: str, raise_dynamic_smem: bool = False):
+    def __init__(self, image: bytes, symbol: str, label: str, raise_dynamic_smem: bool = False, shared_mem: int = 0):
         self.image = image
         self.symbol = symbol
         self.label = label
         # a launch may ask for more than 48 KB of dynamic shared memory: raise the function's limit
         # to what the device allows (CUDA refuses such a launch without this opt-in)
         self.raise_dynamic_smem = raise_dynamic_smem
+        # the code itself needs this much dynamic shared memory (Triton's metadata.shared): over 48 KB,
+        # the function's limit is raised to exactly that
+        self.shared_mem = shared_mem
         self._library = None
         self._kernel = None
         self._functions: Dict[int, object] = {}
@@ -156,9 +160,15 @@ class LoadedKernel:
 
     def _configure(self, cu, f) -> None:
         """Set function attributes before ``f`` is handed out (under its device's context)."""
+        attr = cu.CUfunction_attribute
+        if self.shared_mem > STATIC_SHARED_MEM:
+            check(cu.cuFuncSetAttribute(f, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared_mem),
+                  f"{self.label}: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={self.shared_mem}) (the device "
+                  "has less shared memory per block than this kernel needs; for a Triton kernel use a smaller BLOCK "
+                  "or fewer num_stages)")
+            return
         if not self.raise_dynamic_smem:
             return
-        attr = cu.CUfunction_attribute
         static = check(cu.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
                        f"{self.label}: cuFuncGetAttribute(SHARED_SIZE_BYTES)")
         dev = check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
@@ -176,10 +186,13 @@ class ParamPack:
     """A packed kernel-parameter buffer laid out for ``codes`` (struct codes, one per parameter).
 
     ``buffer()`` returns ``(ctypes buffer, address of its void*[] array)`` for the calling
-    thread; ``struct.pack_into(buffer, 0, *values)`` fills it.
+    thread; ``struct.pack_into(buffer, 0, *values)`` fills it. ``n_hidden``: the ``void*[]`` array
+    has that many more entries, each pointing at an 8-byte slot after the packed values (zero,
+    i.e. a NULL pointer, unless :meth:`set_hidden` sets it): the pointers a compiler appends after
+    the declared parameters (Triton's scratch buffers).
     """
 
-    def __init__(self, codes: Sequence[str]):
+    def __init__(self, codes: Sequence[str], n_hidden: int = 0):
         fmt = "="
         offsets = []
         pos = 0
@@ -195,7 +208,9 @@ class ParamPack:
         self.codes = tuple(codes)
         self.struct = struct.Struct(fmt)
         self.offsets = tuple(offsets)
-        self.size = max(pos, 1)
+        self.n_hidden = n_hidden
+        self.hidden_offset = (pos + 7) // 8 * 8
+        self.size = max(self.hidden_offset + 8 * n_hidden if n_hidden else pos, 1)
         self._tls = threading.local()
 
     def buffer(self):
@@ -204,6 +219,12 @@ class ParamPack:
         except AttributeError:
             buf = ctypes.create_string_buffer(self.size)
             base = ctypes.addressof(buf)
-            arr = (ctypes.c_void_p * max(len(self.offsets), 1))(*[base + o for o in self.offsets])
+            ptrs = [base + o for o in self.offsets] + [base + self.hidden_offset + 8 * i for i in range(self.n_hidden)]
+            arr = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
             self._tls.b = (buf, ctypes.addressof(arr), arr)
             return self._tls.b
+
+    def set_hidden(self, buf, values: Sequence[int]) -> None:
+        """Set the hidden pointers (those not in ``values`` become NULL)."""
+        for i in range(self.n_hidden):
+            struct.pack_into("=Q", buf, self.hidden_offset + 8 * i, int(values[i]) if i < len(values) else 0)

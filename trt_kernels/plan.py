@@ -1,4 +1,5 @@
-"""The launch plan: one symbolic description of a launch, built per input ranks and tactic.
+"""The launch plan: one symbolic description of a launch, built from a :class:`~trt_kernels.signature.Signature`
+per input ranks and tactic.
 
 A :class:`LaunchPlan` holds, as resolved size expressions over the inputs'
 dims, everything a launch needs: output shapes and where their dtypes come
@@ -15,9 +16,9 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from .errors import InputError
-from .expr import BinOp, Const, DimSize, Dim, Expr, Numel, NumelOf, SizesEvaluator, binop, evaluate, lift, product, resolve
+from .expr import BinOp, Const, Dim, Expr, NumelOf, SizesEvaluator, binop, evaluate, product, resolve
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
-from .spec import Custom, Elementwise, KernelSpec, ReduceDims, Reduction, SameAs, Validated, resolve_tensor
+from .signature import Signature
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,6 @@ class LaunchPlan:
         )
 
 
-def tactic_count(spec: KernelSpec) -> int:
-    """How many launch variants TensorRT may choose from (tactic ids 1..n; eager uses the first)."""
-    g = spec.geometry
-    if isinstance(g, (Elementwise, Reduction)):
-        return 1 + len(g.tactics)
-    return 1
-
-
 def _bad(op: str, where: str, msg: str, fix: str) -> InputError:
     return InputError(f"{op}: {where}: {msg}. Fix: {fix}")
 
@@ -68,94 +61,69 @@ def _norm_axis(op: str, where: str, axis: int, rank: int, name: str) -> int:
     return axis % rank
 
 
-def build_plan(v: Validated, spec: KernelSpec, ranks: Sequence[int], tactic: int = 0) -> LaunchPlan:
-    """Resolve the spec against concrete input ranks (and a tactic: 0 or 1 = the default block)."""
-    op = v.op_name
+def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchPlan:
+    """Resolve the signature against concrete input ranks (and a tactic: 0 or 1 = the default launch)."""
+    op = sig.op_name
     ranks = tuple(int(r) for r in ranks)
-    names = v.tensor_names
-    for decl, r in zip(v.tensor_decls, ranks):
+    names = sig.tensor_names
+    for decl, r in zip(sig.tensor_decls, ranks):
         if decl.ndim is not None and r != decl.ndim:
             raise _bad(op, f"input {decl.name!r}", f"has {r} dims but is declared with ndim={decl.ndim}",
                        f"pass a {decl.ndim}-dim tensor (e.g. {decl.name}.reshape(...)), or change InputDecl(ndim=)")
 
-    def leaf(node: Expr, where: str) -> Expr:
-        if isinstance(node, Numel):
-            return NumelOf(resolve_tensor(op, where, node.input_name, names))
-        if isinstance(node, DimSize):
-            t = resolve_tensor(op, where, node.input_name, names)
-            return Dim(t, _norm_axis(op, where, node.axis, ranks[t], names[t]))
-        if isinstance(node, (Dim, NumelOf)):
+    def res(e: Expr, where: str) -> Expr:
+        def leaf(node: Expr) -> Expr:
+            if isinstance(node, Dim):
+                return Dim(node.tensor, _norm_axis(op, where, node.axis, ranks[node.tensor], names[node.tensor]))
             return node
-        raise TypeError(f"{op}: {where}: unexpected expression node {node!r}")
 
-    def res(e, where: str) -> Expr:
-        return resolve(lift(e), lambda n: leaf(n, where))
+        return resolve(e, leaf)
 
     outputs = []
-    for i, o in enumerate(spec.outputs or ()):
+    for i, o in enumerate(sig.outputs):
         where = f"outputs[{i}].shape"
-        s = o.shape
         like = None
-        if isinstance(s, SameAs):
-            t = resolve_tensor(op, where, s.input_idx, names)
+        t = o.tensor
+        if o.kind == "like":
             shape = tuple(Dim(t, a) for a in range(ranks[t]))
             numel: Expr = NumelOf(t)
             like = t
-            src = t
-        elif isinstance(s, ReduceDims):
-            t = resolve_tensor(op, where, s.input_idx, names)
-            dims = {_norm_axis(op, where, a, ranks[t], names[t]) for a in s.dims}
-            if len(dims) != len(s.dims):
-                raise _bad(op, where, f"dims {tuple(s.dims)} name the same axis twice at rank {ranks[t]}", "pass a tensor of higher rank")
-            shape = tuple(
-                (Const(1) if s.keepdim else None) if a in dims else Dim(t, a) for a in range(ranks[t])
-            )
+        elif o.kind == "reduce":
+            dims = {_norm_axis(op, where, a, ranks[t], names[t]) for a in o.dims}
+            if len(dims) != len(o.dims):
+                raise _bad(op, where, f"dims {o.dims} name the same axis twice at rank {ranks[t]}", "pass a tensor of higher rank")
+            shape = tuple((Const(1) if o.keepdim else None) if a in dims else Dim(t, a) for a in range(ranks[t]))
             shape = tuple(d for d in shape if d is not None)
             numel = product(shape)
-            src = t
         else:
-            shape = tuple(res(e, f"{where}[{j}]") for j, e in enumerate(s))
+            shape = tuple(res(e, f"{where}[{j}]") for j, e in enumerate(o.exprs))
             numel = product(shape)
-            src = 0
-        if o.dtype is not None:
-            dsrc, dfix = None, o.dtype
-        elif o.dtype_from is not None:
-            dsrc, dfix = names.index(o.dtype_from), None
-        else:
-            dsrc, dfix = src, None
-        outputs.append(OutputPlan(shape=shape, numel=numel, like=like, dtype_src=dsrc, dtype=dfix))
+        outputs.append(OutputPlan(shape=shape, numel=numel, like=like, dtype_src=o.dtype_src, dtype=o.dtype))
 
-    g = spec.geometry
     smem: Expr = Const(0)
-    if isinstance(g, Elementwise):
-        blk = tuple(g.block) if tactic <= 1 else tuple(g.tactics[tactic - 2])
-        out0 = outputs[0]
-        if g.layout == "flat":
-            grid = (binop("cdiv", out0.numel, Const(blk[0])), Const(1), Const(1))
-        else:
-            grid = _nd_grid(out0.shape, blk)
-        block = tuple(blk) + (1,) * (3 - len(blk))
-    elif isinstance(g, Reduction):
-        t = None
-        bs = g.block_size if tactic <= 1 else g.tactics[tactic - 2]
-        src = spec.outputs[0].shape
-        if isinstance(src, (SameAs, ReduceDims)):
-            t = resolve_tensor(op, "geometry", src.input_idx, names)
-            for a in g.reduce_dims:
-                _norm_axis(op, "geometry.reduce_dims", a, ranks[t], names[t])
-        grid = (outputs[0].numel, Const(1), Const(1))
-        block = (bs, 1, 1)
-    elif isinstance(g, Custom):
-        gs = [res(e, f"geometry.grid[{j}]") for j, e in enumerate(g.grid)]
-        grid = tuple(gs) + (Const(1),) * (3 - len(gs))
+    if not sig.launches:  # eager_fn / aot_fn launch: no plan geometry
+        grid: Tuple[Expr, ...] = (Const(0), Const(0), Const(0))
+        block: Tuple[int, ...] = (0, 0, 0)
+    else:
+        g = sig.launch(tactic)
         block = tuple(g.block) + (1,) * (3 - len(g.block))
-        smem = res(g.shared_mem, "geometry.shared_mem")
-    else:  # override path: no plan geometry
-        grid = (Const(0), Const(0), Const(0))
-        block = (0, 0, 0)
-    extras = tuple(res(e, f"extras[{i}]") for i, e in enumerate(spec.extras))
+        if g.kind == "flat":
+            grid = (binop("cdiv", outputs[0].numel, Const(g.block[0])), Const(1), Const(1))
+        elif g.kind == "nd":
+            grid = _nd_grid(outputs[0].shape, g.block)
+        elif g.kind == "reduce":
+            o0 = sig.outputs[0]
+            if o0.kind != "exprs":
+                for a in g.reduce_dims:
+                    _norm_axis(op, "geometry.reduce_dims", a, ranks[o0.tensor], names[o0.tensor])
+            grid = (outputs[0].numel, Const(1), Const(1))
+        else:
+            gs = [res(e, f"geometry.grid[{j}]") for j, e in enumerate(g.grid)]
+            grid = tuple(gs) + (Const(1),) * (3 - len(gs))
+            smem = res(g.shared_mem, "geometry.shared_mem")
+    extras = tuple(res(e, f"extras[{i}]") for i, e in enumerate(sig.extras))
     return LaunchPlan(
-        op_name=op, ranks=ranks, tactic=max(tactic, 1), outputs=tuple(outputs), grid=grid,
+        op_name=op, ranks=ranks, tactic=min(max(int(tactic or 1), 1), sig.tactics), outputs=tuple(outputs), grid=grid,
         block=block, shared_mem=smem, extras=extras,
     )
 
@@ -243,5 +211,5 @@ def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Exp
     return gx, gy, gz
 
 
-__all__ = ["LaunchPlan", "OutputPlan", "Sizes", "build_plan", "concrete", "render", "tactic_count", "INT32_MAX",
+__all__ = ["LaunchPlan", "OutputPlan", "Sizes", "build_plan", "concrete", "render", "INT32_MAX",
            "INT64_MAX", "GRID_LIMITS"]

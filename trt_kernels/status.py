@@ -22,23 +22,25 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
     trt = trt if trt is not None else _trt_state()
     rows = []
     for kop in registry.all_ops():
-        compiled = ", ".join(sorted(kop._programs)) or "not yet (compiles at first launch)"
-        if kop.ptx is not None:
-            compiled = "from PTX (ptx_op)"
+        builds = kop.builds()
+        archs = sorted(a or "every arch" for a in builds)
         row = {
             "op": kop.op_name,
             "schema": kop.schema,
             "torch_op": "registered" if kop.library is not None else "missing",
             "fake": "meta_fn" if kop.meta_fn is not None else "derived from the plan",
             "eager": "eager_fn" if kop.eager_fn is not None else "derived launch",
-            "compiled_for": compiled,
+            "compiled_for": ", ".join(archs) or "not yet (compiles at first launch)",
             "dtypes": ", ".join(str(d).replace("torch.", "") for d in kop.dtypes),
-            "plugin": kop.trt.get("plugin", "not registered: " + trt.get("reason", "TensorRT side not initialised")),
-            "converter": kop.trt.get("converter", "not registered"),
+            "plugin": kop.tensorrt.plugin or "not registered: " + trt.get("reason", "TensorRT side not initialised"),
+            "converter": kop.tensorrt.converter or "not registered",
+            "source": f"{kop.source.describe()} [{kop.source.entry_point}]",
         }
-        extra = getattr(kop, "status_fields", None)  # e.g. a Triton op's source, configs and AOT decision
-        if extra is not None:
-            row.update(extra())
+        for b in builds.values():
+            if b.aot_reason:
+                row["source"] += f"; {b.aot_reason}"
+            if kop.eager_fn is None and any(k.needs_scratch for (_, t), k in b.kernels.items() if t <= 1):
+                row["eager"] = "derived launch, with a scratch buffer per call (the kernel's compiler asks for one)"
         rows.append(row)
     return rows
 
@@ -55,7 +57,6 @@ def format_status() -> str:
         lines.append("no ops registered")
     for r in rows:
         lines.append(f"{r['op']}{r['schema']}")
-        for k in ("torch_op", "fake", "eager", "compiled_for", "dtypes", "plugin", "converter") + (
-                ("source",) if "source" in r else ()):
+        for k in ("source", "torch_op", "fake", "eager", "compiled_for", "dtypes", "plugin", "converter"):
             lines.append(f"    {k:13s} {r[k]}")
     return "\n".join(lines)

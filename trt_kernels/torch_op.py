@@ -21,26 +21,21 @@ from . import dtypes as _dt
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
 from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error,
-                       unwritten_error)
+                       scratch_buffers, unwritten_error)
 from .launch import driver
-from .plan import LaunchPlan, concrete
-from .registry import KernelOp
-
-_SCALAR_SCHEMA = {float: "float", int: "int", bool: "bool"}
-
+from .op import KernelOp
+from .plan import concrete
+from .signature import SCALAR_TYPES
 
 def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
-    if not kop.spec.outputs:  # override path: the meta function's annotations say it
+    if not kop.sig.has_outputs:  # override path: the meta function's annotations say it
         return torch.library.infer_schema(kop.meta_fn, mutates_args=())
-    args = [f"{'Tensor' if kind == 'tensor' else _SCALAR_SCHEMA[d.py_type]} {d.name}"
-            for d, kind in zip(kop.spec.inputs, kop.v.arg_kinds)]
-    n = len(kop.spec.outputs)
+    args = [f"{'Tensor' if kind == 'tensor' else SCALAR_TYPES[d.py_type][4]} {d.name}"
+            for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)]
+    n = len(kop.sig.outputs)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
-
-
-_SCHEMA_TYPE = {float: "float", int: "int", bool: "bool"}  # torch prints SymInt as int
 
 
 def check_schema(kop: KernelOp) -> None:
@@ -48,7 +43,7 @@ def check_schema(kop: KernelOp) -> None:
     its trailing arguments in ``kop.defaults``; :class:`SpecError` naming the argument otherwise."""
     op = kop.op_name
     parsed = parse_schema(op, kop.schema)
-    decls = list(kop.spec.inputs or ())
+    decls = list(kop.sig.inputs)
     args = list(parsed.arguments)
 
     def bad(where: str, msg: str, fix: str) -> SpecError:
@@ -62,13 +57,13 @@ def check_schema(kop: KernelOp) -> None:
         raise bad("arguments", f"{len(args)} arguments but the spec declares {len(decls)} inputs "
                   f"({', '.join(d.name for d in decls)})", "list one schema argument per declared input, in order")
     defaults = []
-    for i, (a, d, kind) in enumerate(zip(args, decls, kop.v.arg_kinds)):
+    for i, (a, d, kind) in enumerate(zip(args, decls, kop.sig.arg_kinds)):
         where = f"argument {i} ({a.name!r})"
         if a.kwarg_only:
             raise bad(where, "keyword-only arguments are not supported", "remove the '*' from the schema")
         if a.name != d.name:
             raise bad(where, f"the spec's input {i} is named {d.name!r}", f"name it {d.name!r} in the schema")
-        want = "Tensor" if kind == "tensor" else _SCHEMA_TYPE[d.py_type]
+        want = "Tensor" if kind == "tensor" else SCALAR_TYPES[d.py_type][4]  # torch prints SymInt as int
         if str(a.type) != want:
             raise bad(where, f"has type {a.type} but the spec declares {want}", f"declare it as '{want} {d.name}'")
         if a.has_default_value():
@@ -76,16 +71,16 @@ def check_schema(kop: KernelOp) -> None:
                 raise bad(where, "a tensor argument cannot have a default", "drop its default")
             value = a.default_value
             try:
-                struct.pack({float: "=f", int: "=i", bool: "=?"}[d.py_type], value)
+                struct.pack("=" + SCALAR_TYPES[d.py_type][2], value)
             except (struct.error, OverflowError, TypeError):
                 raise bad(where, f"default {value!r} does not fit the kernel's C {want}", "give a default in range") from None
             defaults.append(value)
         elif defaults:
             raise bad(where, "has no default but an earlier argument has one", "give defaults to trailing arguments only")
-    if kop.spec.outputs:
+    if kop.sig.has_outputs:
         rets = [str(r.type) for r in parsed.returns]
-        if rets != ["Tensor"] * len(kop.spec.outputs):
-            raise bad("returns", f"returns ({', '.join(rets)}) but the spec declares {len(kop.spec.outputs)} "
+        if rets != ["Tensor"] * len(kop.sig.outputs):
+            raise bad("returns", f"returns ({', '.join(rets)}) but the spec declares {len(kop.sig.outputs)} "
                       "output tensor(s)", "return one Tensor per declared output")
     kop.defaults = tuple(defaults)
 
@@ -93,11 +88,11 @@ def check_schema(kop: KernelOp) -> None:
 # ---------------- fake ----------------
 
 
-def _check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
+def check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
     """dtype rules shared by fake and eager: the kernel's dtype comes from the first input whose
     dtype is T; fixed-dtype inputs must match exactly. Returns the kernel dtype."""
     op = kop.op_name
-    decls = kop.v.tensor_decls
+    decls = kop.sig.tensor_decls
     kdt = None
     for d, t in zip(decls, ts):
         if not isinstance(t, torch.Tensor):
@@ -123,22 +118,18 @@ def _check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
     return kdt
 
 
-def _out_dtypes(plan: LaunchPlan, ts: Sequence[Any]) -> List[torch.dtype]:
-    return [o.dtype if o.dtype is not None else ts[o.dtype_src].dtype for o in plan.outputs]
-
-
 def make_fake_impl(kop: KernelOp):
-    tpos = [i for i, k in enumerate(kop.v.arg_kinds) if k == "tensor"]
-    single = len(kop.spec.outputs) == 1
+    tpos = kop.sig.tensor_pos
+    single = len(kop.sig.outputs) == 1
 
     def fake(*args):
         args = kop.with_defaults(args)
         ts = [args[i] for i in tpos]
-        _check_tensor_args(kop, ts)
+        check_tensor_args(kop, ts)
         plan = kop.plan(tuple(t.dim() for t in ts))
         shapes = [tuple(t.shape) for t in ts]
         if all(type(d) is int for s in shapes for d in s):  # static sizes: the eager launch's checks, here too
-            out_shapes = concrete(plan, shapes, kop.v.tensor_names).outputs
+            out_shapes = concrete(plan, shapes, kop.sig.tensor_names).outputs
         else:
             ev = ShapeEvaluator(ts)
             try:
@@ -147,7 +138,7 @@ def make_fake_impl(kop: KernelOp):
                 raise InputError(f"{kop.op_name}: an output size expression divides by zero at input sizes "
                                  f"{shapes}. Fix: pass inputs whose sizes keep the divisor non-zero") from None
         outs = []
-        for shape, dt in zip(out_shapes, _out_dtypes(plan, ts)):
+        for shape, dt in zip(out_shapes, kop.sig.out_dtypes([t.dtype for t in ts])):
             outs.append(ts[0].new_empty(shape, dtype=dt))
         return outs[0] if single else tuple(outs)
 
@@ -160,7 +151,7 @@ def make_cpu_impl(kop: KernelOp):
 
     def cpu(*args):
         args = kop.with_defaults(args)
-        tensors = [f"{d.name} on {args[i].device}" for i, d in enumerate(kop.spec.inputs)
+        tensors = [f"{d.name} on {args[i].device}" for i, d in enumerate(kop.sig.inputs)
                    if isinstance(args[i], torch.Tensor)]
         where = "no CUDA device is visible here (torch.cuda.is_available() is False)" if not torch.cuda.is_available() \
             else "move the inputs to the GPU (x.cuda())"
@@ -179,8 +170,7 @@ def make_cuda_impl(kop: KernelOp, shell=None):
     Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
-    kinds = kop.v.arg_kinds
-    tpos = tuple(i for i, k in enumerate(kinds) if k == "tensor")
+    tpos = kop.sig.tensor_pos
     entries: Dict[Tuple, Any] = {}
     lock = threading.Lock()
 
@@ -192,14 +182,17 @@ def make_cuda_impl(kop: KernelOp, shell=None):
             if t.device.type != "cuda":
                 raise InputError(f"{kop.op_name}: inputs are on different devices ({', '.join(str(t.device) for t in ts)}). "
                                  "Fix: move them to one CUDA device")
-        kdt = _check_tensor_args(kop, ts)
+        kdt = check_tensor_args(kop, ts)
         plan = kop.plan(tuple(t.dim() for t in ts))
-        in_dtypes = [d.dtype or kdt for d in kop.v.tensor_decls]
+        in_dtypes = kop.sig.in_dtypes(kdt)
         with lock:
             fn = entries.get(key)
             if fn is None:
-                kernel = kop.loaded_kernel(kdt, ts[0].get_device())
-                fn = build_launcher(kop, kdt, plan, _out_dtypes(plan, ts), in_dtypes, kernel)
+                dev = ts[0].get_device()
+                kernel = kop.loaded_kernel(kdt, dev)
+                image = kop.image(kdt, 1, _arch_of(kop, dev))
+                fn = build_launcher(kop, kdt, plan, kop.sig.out_dtypes(in_dtypes), in_dtypes, kernel,
+                                    scratch=image.scratch)
                 entries[key] = fn
         return fn
 
@@ -208,13 +201,24 @@ def make_cuda_impl(kop: KernelOp, shell=None):
     return impl
 
 
+def _arch_of(kop: KernelOp, device: int):
+    """The arch the op's builds for ``device`` are for (None where one build serves every device)."""
+    if not kop.source.needs_arch:
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
 def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
-    """Launch the kernel on ``stream`` writing into the given ``outs`` (TensorRT's JIT plugin path).
+    """Launch the kernel of ``tactic`` on ``stream`` writing into the given ``outs`` (TensorRT's JIT
+    plugin impl and the replay checks).
 
     ``args`` are the op's arguments in schema order (tensors contiguous, on one device). Override-path
-    ops run their ``eager_fn`` on that stream and copy its results into ``outs``.
+    ops run their ``eager_fn`` on that stream and copy its results into ``outs``. A kernel whose
+    compiler appended scratch-buffer pointers (Triton) gets buffers allocated here on ``stream``.
     """
-    tensors = [a for a, k in zip(args, kop.v.arg_kinds) if k == "tensor"]
+    kinds = kop.sig.arg_kinds
+    tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
     dev = tensors[0].get_device()
     if kop.eager_fn is not None:
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
@@ -222,27 +226,36 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
             for o, r in zip(outs, res if isinstance(res, (tuple, list)) else (res,)):
                 o.copy_(r)
         return
-    kdt = _check_tensor_args(kop, tensors)
+    kdt = check_tensor_args(kop, tensors)
+    tactic = min(max(int(tactic or 1), 1), kop.tactics)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
-    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.v.tensor_names)
+    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names)
     grid = list(sizes.grid)
     if not all(grid):
         if any(o.numel() for o in outs):
             raise unwritten_error(kop.op_name, grid)
         return
+    image = kop.image(kdt, tactic, _arch_of(kop, dev))
     vals = [t.data_ptr() for t in tensors]
-    vals += [a for a, k in zip(args, kop.v.arg_kinds) if k == "scalar"]
+    vals += [a for a, k in zip(args, kinds) if k == "scalar"]
     vals += list(sizes.extras)
     vals += [o.data_ptr() for o in outs]
-    pack = kop.param_pack(kdt)
+    pack = kop.param_pack(kdt, len(image.scratch))
     buf, addr, _keep = pack.buffer()
     try:
         pack.struct.pack_into(buf, 0, *vals)
     except (struct.error, OverflowError) as exc:
         raise scalar_error(kop, args, exc) from None
-    kernel = kop.loaded_kernel(kdt, dev)
-    smem = sizes.shared_mem
+    scratch = []
+    if image.needs_scratch:
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
+            scratch = scratch_buffers(image.scratch, grid[0] * grid[1] * grid[2], tensors[0].device)
+        pack.set_hidden(buf, [p for _, p in scratch])
+    kernel = kop.loaded_kernel(kdt, dev, tactic)
+    smem = max(sizes.shared_mem, image.shared_mem)
     (err,) = driver().cuLaunchKernel(kernel.function(dev), *grid, *plan.block, smem, stream, addr, 0)
+    if scratch:
+        pack.set_hidden(buf, [])
     if err:
         relaunch(kop, kernel, err, dev, grid, plan.block, smem, addr, stream)
 
@@ -253,8 +266,8 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
 def make_setup_context(kop: KernelOp):
     if kop.setup_context is not None:
         return kop.setup_context
-    kinds = kop.v.arg_kinds
-    names = [d.name for d in kop.spec.inputs]
+    kinds = kop.sig.arg_kinds
+    names = [d.name for d in kop.sig.inputs]
 
     def setup_context(ctx, inputs, output):
         outs = output if isinstance(output, (tuple, list)) else (output,)
@@ -265,7 +278,7 @@ def make_setup_context(kop: KernelOp):
 
 
 def make_backward(kop: KernelOp):
-    n_in = len(kop.spec.inputs)
+    n_in = len(kop.sig.inputs)
     op = kop.op_name
 
     def backward(ctx, *grads):
@@ -364,7 +377,7 @@ def _point(d: _Definition, kop: KernelOp) -> None:
     """Make the definition's kernels run ``kop``."""
     d.why = f"{kop.op_name} has no current declaration"
     if kop.eager_fn is not None:
-        retarget(d.shell, "    return $eager(*args, **kwargs)", {"eager": kop.eager_fn}, len(kop.v.arg_kinds),
+        retarget(d.shell, "    return $eager(*args, **kwargs)", {"eager": kop.eager_fn}, len(kop.sig.arg_kinds),
                  f"<trt_kernels eager_fn {kop.op_name}>")
     else:
         make_cuda_impl(kop, shell=d.shell)

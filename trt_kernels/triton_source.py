@@ -1,286 +1,281 @@
-"""Triton as a kernel source: compile a ``@triton.jit`` function to PTX + CUBIN, cache it, and
-fit its PTX to TensorRT's argument layout.
+"""A ``@triton.jit`` function as a kernel source (``triton_kernel_op``).
 
-Triton is an optional dependency (``pip install 'trt-kernels[triton]'``); nothing here imports it
-at module import time, and :func:`require_triton` names the extra when it is missing.
+Everything but the code is the :class:`~trt_kernels.spec.KernelSpec` vocabulary (inputs, scalar
+inputs, outputs, extras) and one signature. What Triton adds, and where it goes:
 
-What Triton's compiled kernel looks like (triton 3.5/3.6, read from its ``backends/nvidia``
-sources and checked by the tests): the ``.entry`` takes the non-constexpr parameters of the
-Python signature in order, then **two hidden 64-bit pointers**, ``global_scratch`` and
-``profile_scratch``; Triton's own launcher passes a per-launch buffer of
-``grid_x * grid_y * grid_z * num_ctas * size`` bytes for each (NULL when the size is 0).
-Dynamic shared memory is ``metadata.shared`` bytes and the block is ``num_warps * 32`` threads
-(the PTX pins it with ``.reqntid``).
-
-TensorRT's AOT launch passes ``(input pointers, extra args, output pointers)`` and nothing else,
-so it cannot pass the hidden pointers. When both scratch sizes are 0, the kernel never reads
-them: :func:`strip_hidden_params` removes them from the PTX ``.entry`` (after checking that the
-body names neither), which makes the PTX take exactly TensorRT's layout. Otherwise no AOT
-launch of the kernel is defined and the op's plugin uses its JIT impl.
+- geometry: ``grid`` (size expressions, or ``grid(meta)`` returning them, as Triton's own
+  ``kernel[grid]`` idiom) and block ``= num_warps * 32``: one ``Custom`` geometry per config, so
+  the signature has one launch per tactic; dynamic shared memory is what Triton reports
+  (``metadata.shared``), known once built (``launch_from_build``).
+- tactics: each :class:`TritonConfig` (constexprs, ``num_warps``, ``num_stages``) compiles to its
+  own kernel; TensorRT times them (tactic ``k`` is config ``k - 1``), eager uses the first.
+- hidden parameters: Triton appends scratch pointers to the kernel's parameters
+  (:mod:`trt_kernels.triton_compile`); a :class:`~trt_kernels.kernel_source.KernelImage` lists
+  them in ``scratch`` (the launches pass NULL, or a per-launch buffer where the size is not 0),
+  and its ``aot_ptx`` has them stripped, or ``aot_reason`` says why it cannot.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
-import re
-import struct
-from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Optional, Tuple
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .cache_store import MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_dir, read_entry, write_entry
-from .errors import CompileError, SpecError
+from . import abi as _abi
+from . import triton_compile as _tc
+from .errors import KernelABIError, SpecError
+from .expr import Expr
+from .kernel_source import Binary, KernelImage, Version
+from .limits import STATIC_SHARED_MEM
+from .signature import Signature
+from .spec import Custom, InputDecl, OutputDecl, ScalarInput
+from .validate import validate_signature
 
-_LOG = logging.getLogger("trt_kernels")
-_MAGIC = TRITON_MAGIC
-_FORMAT = 2  # 2: the store checksums whole entries (1: a checksum of PTX + CUBIN only)
-EXTRA = "trt-kernels[triton]"
-
-#: torch dtype -> Triton signature type
-TRITON_TYPES = {
-    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
-    torch.int32: "i32", torch.int64: "i64", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1",
-}
-SCALAR_TYPES = {float: "fp32", int: "i32", bool: "i1"}
-
-
-def require_triton(what: str = "triton_kernel_op"):
-    """``import triton`` or raise an ImportError that names the extra to install."""
-    try:
-        import triton
-        import triton.backends.compiler  # noqa: F401 - GPUTarget, used to compile without a GPU
-    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install
-        raise ImportError(
-            f"{what} needs Triton, which does not import here ({type(e).__name__}: {e}). "
-            f"Fix: pip install '{EXTRA}' (Triton 3.x); CUDA C++ ops (cuda_kernel_op) do not need it"
-        ) from e
-    return triton
-
-
-def triton_version() -> Optional[str]:
-    try:
-        import triton
-
-        return str(triton.__version__)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-# ---------------- the compiled kernel ----------------
+GridLike = Union[Sequence[Union[Expr, int]], Callable[[Dict[str, Any]], Sequence[Union[Expr, int]]]]
 
 
 @dataclass(frozen=True)
-class TritonKernel:
-    """One compiled specialization (dtype, constexprs, num_warps, num_stages) for one arch."""
+class TritonConfig:
+    """One launch variant of a Triton kernel: constexpr values, ``num_warps``, ``num_stages``.
 
-    name: str  # the PTX/CUBIN symbol
-    ptx: bytes  # as Triton wrote it (user parameters + hidden ones)
-    cubin: bytes
-    arch: str  # "sm_90"
-    num_warps: int
-    num_ctas: int
-    shared: int  # dynamic shared memory, bytes
-    global_scratch_size: int
-    global_scratch_align: int
-    profile_scratch_size: int
-    profile_scratch_align: int
-    launch_cooperative_grid: bool
-    launch_pdl: bool
-    hash: str  # Triton's own hash of the compilation
-    triton_version: str
-    from_cache: bool = False
+    As ``tactics=`` of :func:`triton_kernel_op`, its constexprs are merged over the declaration's."""
 
-    @property
-    def block(self) -> int:
-        return self.num_warps * 32
-
-    @property
-    def needs_scratch(self) -> bool:
-        return self.global_scratch_size > 0 or self.profile_scratch_size > 0
-
-    @property
-    def ptx_isa(self) -> Optional[Tuple[int, int]]:
-        m = re.search(rb"^\.version\s+(\d+)\.(\d+)", self.ptx, re.M)
-        return (int(m.group(1)), int(m.group(2))) if m else None
+    constexprs: Mapping[str, Any] = field(default_factory=dict)
+    num_warps: int = 4
+    num_stages: int = 3
 
 
-def cuda_version_for_ptx_isa(isa: Tuple[int, int]) -> Tuple[int, int]:
-    """The CUDA release that introduced PTX ISA ``isa`` (the inverse of Triton's
-    ``ptx_get_version``): ISA 8.0-8.5 -> CUDA 12.0-12.5, 8.6 -> 12.7, 8.7 -> 12.8, 8.8 -> 12.9,
-    9.x -> 13.x."""
-    major, minor = isa
-    if major >= 9:
-        return 13 + (major - 9), minor
-    if major == 8:
-        return (12, minor) if minor < 6 else (12, minor + 1)
-    return (11, minor) if major == 7 else (10, 0)
+class TritonSource:
+    """A ``@triton.jit`` function with its configs (one per tactic), compiled by Triton per dtype and tactic."""
 
+    entry_point = "triton_kernel_op"
+    needs_arch = True
+    launch_from_build = True
 
-def ptx_version_for_cuda(cuda: Tuple[int, int]) -> int:
-    """Triton's ``ptx_version`` option value for the newest PTX ISA CUDA ``cuda`` loads (e.g. 87 for 12.8)."""
-    major, minor = cuda
-    if major >= 13:
-        return 90 + (major - 13) * 10 + minor
-    if major == 12:
-        return 80 + minor if minor < 6 else 80 + minor - 1
-    return 70 + minor
+    def __init__(self, sig: Signature, fn, configs: Sequence[TritonConfig], constexpr_names: Sequence[str],
+                 constexpr_defaults: Mapping[str, Any], options: Mapping[str, Any], arch_override: Optional[str]):
+        self.sig = sig
+        self.op_name = sig.op_name
+        self.fn = fn
+        self.kernel_name = fn.__name__
+        self.configs = tuple(configs)
+        self.constexpr_names = tuple(constexpr_names)
+        self.constexpr_defaults = dict(constexpr_defaults)
+        self.options = dict(options)
+        self.arch_override = arch_override
+        self.signatures = {d: _triton_signature(fn, sig, d) for d in sig.kernel_dtypes}
 
+    # ----- the protocol -----
+    def name_expression(self, dtype: torch.dtype) -> str:
+        return self.kernel_name
 
-def ptx_driver_note(kernel: TritonKernel, driver: Optional[Tuple[int, int]]) -> Optional[str]:
-    """A sentence if the CUDA ``driver`` cannot JIT-load the PTX Triton wrote; else None."""
-    isa = kernel.ptx_isa
-    if driver is None or isa is None:
-        return None
-    need = cuda_version_for_ptx_isa(isa)
-    if tuple(need) <= tuple(driver):
-        return None
-    return (f"Triton wrote PTX ISA {isa[0]}.{isa[1]} (CUDA {need[0]}.{need[1]}), newer than the CUDA driver "
-            f"(CUDA {driver[0]}.{driver[1]}): the driver cannot JIT-load it, so a TensorRT engine embedding it would "
-            "fail to build or load; eager launches use the CUBIN. Fix: pass compile_options={'ptx_version': "
-            f"{ptx_version_for_cuda(driver)}}} (an older PTX ISA) or update the driver")
+    def key(self) -> str:
+        text = repr((getattr(self.fn, "src", None) or inspect.getsource(self.fn.fn), self.configs, sorted(self.options.items()),
+                     _tc.triton_version()))
+        return hashlib.sha256(text.encode()).hexdigest()
 
+    def compile_one(self, dtype: torch.dtype, tactic: int, arch: str) -> _tc.TritonKernel:
+        cfg = self.configs[tactic - 1]
+        consts = {n: cfg.constexprs.get(n, self.constexpr_defaults.get(n)) for n in self.constexpr_names}
+        opts = dict(self.options, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        label = f"{self.op_name} (dtype {str(dtype).replace('torch.', '')}, tactic {tactic})"
+        return _tc.compile_triton(self.fn, self.signatures[dtype], consts, arch=arch, options=opts, label=label)
 
-# ---------------- PTX: the .entry and the hidden parameters ----------------
+    def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
+        kernels: Dict[Tuple[torch.dtype, int], KernelImage] = {}
+        hidden, entries, cached = set(), [], True
+        for d in self.sig.kernel_dtypes:
+            n_user = len(self.sig.params(d))
+            for t in range(1, len(self.configs) + 1):
+                k = self.compile_one(d, t, arch)
+                self._check_launch(k, t)
+                n_hidden = (_abi.check_abi(self.op_name, k.name, k.name, k.ptx, self.sig.params(d),
+                                           hidden="Triton's hidden scratch pointers") if check_abi
+                            else len(_abi.ptx_params(k.ptx, k.name) or ()) - n_user)
+                hidden.add(n_hidden)
+                kernels[(d, t)] = self._image(k, d, t, n_user, n_hidden)
+                cached = cached and k.from_cache
+                path = _tc.cache_entry_path(k.hash)
+                if path is not None:
+                    entries.append(str(path))
+        if len(hidden) > 1:
+            raise KernelABIError(f"{self.op_name}: Triton's configs disagree on the number of hidden parameters "
+                                 f"{sorted(hidden)}. Fix: give every tactic the same Triton options (the hidden "
+                                 "parameters depend on the Triton version and backend, not on constexprs)")
+        isas = sorted({i for i in (k.ptx_isa for k in kernels.values()) if i})
+        return Binary(arch=arch, kernels=kernels, toolchain=f"Triton {_tc.triton_version()}", from_cache=cached,
+                      entries=tuple(dict.fromkeys(entries)),
+                      details={"ptx_isa": [f"{a}.{b}" for a, b in isas], "configs": self.config_text()})
 
-_PARAM_LINE = re.compile(r"\.param\b[^,)]*?([\w$]+)(?:\[\d+\])?\s*$")
+    def _image(self, k: _tc.TritonKernel, dtype: torch.dtype, tactic: int, n_user: int, n_hidden: int) -> KernelImage:
+        scratch = [(k.global_scratch_size, k.global_scratch_align), (k.profile_scratch_size, k.profile_scratch_align)]
+        scratch = tuple((scratch + [(0, 1)] * n_hidden)[:n_hidden])
+        aot, why = None, None
+        if k.needs_scratch:
+            why = (f"tactic {tactic} ({str(dtype).replace('torch.', '')}) needs a Triton scratch buffer "
+                   f"(global_scratch_size={k.global_scratch_size}, profile_scratch_size={k.profile_scratch_size}), "
+                   "which TensorRT's AOT launch cannot pass")
+        elif k.shared > STATIC_SHARED_MEM:
+            why = (f"tactic {tactic} needs {k.shared} bytes of dynamic shared memory (> 48 KB); raising a kernel's "
+                   "limit is not part of TensorRT's AOT launch as far as verified here")
+        else:
+            aot, why = _tc.strip_hidden_params(k.ptx, k.name, n_user)
+            if aot is not None:
+                _abi.check_abi(self.op_name, k.name, k.name, aot, self.sig.params(dtype))
+                why = None
+        return KernelImage(symbol=k.name, image=k.cubin, ptx=k.ptx, aot_ptx=aot, aot_reason=why or None,
+                           shared_mem=k.shared, scratch=scratch)
 
+    def _check_launch(self, k: _tc.TritonKernel, tactic: int) -> None:
+        """What Triton compiled must be launchable as this package launches (one CTA, no attributes)."""
+        cfg = self.configs[tactic - 1]
+        if k.num_ctas != 1 or k.launch_cooperative_grid or k.launch_pdl:
+            raise SpecError(f"{self.op_name}: tactic {tactic}: Triton asks for num_ctas={k.num_ctas}, "
+                            f"cooperative={k.launch_cooperative_grid}, pdl={k.launch_pdl}; trt_kernels launches with "
+                            "cuLaunchKernel (one CTA per program, no launch attributes). Fix: use the defaults")
+        if k.num_warps != cfg.num_warps:
+            raise SpecError(f"{self.op_name}: tactic {tactic}: Triton compiled num_warps={k.num_warps}, not "
+                            f"{cfg.num_warps}. Fix: pass num_warps through TritonConfig(num_warps=...), not "
+                            "compile_options")
 
-def _entry_span(text: str, symbol: str) -> Optional[Tuple[int, int]]:
-    m = re.search(r"\.entry\s+" + re.escape(symbol) + r"\s*\(", text)
-    if not m:
-        return None
-    close = text.find(")", m.end())
-    return (m.end(), close) if close >= 0 else None
+    def cached_build(self) -> Optional[Binary]:
+        return None  # Triton's cache key needs the arch: the declaration compiles (or reads) for a known one
 
-
-def strip_hidden_params(ptx: bytes, symbol: str, n_user: int) -> Tuple[Optional[bytes], str]:
-    """PTX whose ``.entry symbol`` takes only its first ``n_user`` parameters, or ``(None, why)``.
-
-    The hidden parameters are dropped only when the kernel body never names them (then no
-    instruction reads them, and removing them changes nothing but the launch layout)."""
-    text = ptx.decode("latin-1")
-    span = _entry_span(text, symbol)
-    if span is None:
-        return None, f"no .entry {symbol!r} in the PTX"
-    params = [p.strip() for p in text[span[0]:span[1]].split(",") if p.strip()]
-    if len(params) < n_user:
-        return None, f".entry {symbol!r} has {len(params)} parameters, fewer than the {n_user} declared"
-    hidden = []
-    for p in params[n_user:]:
-        m = _PARAM_LINE.search(p)
-        if not m:
-            return None, f"cannot read the PTX parameter {p!r}"
-        hidden.append(m.group(1))
-    body = text[span[1]:]
-    for name in hidden:
-        if re.search(r"\b" + re.escape(name) + r"\b", body):
-            return None, f"the kernel reads its hidden parameter {name!r} (a Triton scratch buffer)"
-    if not hidden:
-        return ptx, ""
-    new_params = "\n\t" + ",\n\t".join(params[:n_user]) + "\n"
-    return (text[:span[0]] + new_params + text[span[1]:]).encode("latin-1"), ""
-
-
-# ---------------- cache ----------------
-
-
-def _encode(k: TritonKernel) -> bytes:
-    """An entry's payload: a 4-byte little-endian header length, a JSON header (the metadata,
-    PTX and CUBIN lengths, format), the PTX, then the CUBIN. The store frames and checksums it
-    (:mod:`trt_kernels.cache_store`)."""
-    meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache")}
-    meta.update(format=_FORMAT, ptx_len=len(k.ptx), cubin_len=len(k.cubin))
-    header = json.dumps(meta, sort_keys=True).encode()
-    return struct.pack("<I", len(header)) + header + k.ptx + k.cubin
-
-
-def _decode(payload: bytes, key: str) -> TritonKernel:
-    """The kernel in a payload the store has checked; raises on one of another format or key."""
-    (hlen,) = struct.unpack_from("<I", payload, 0)
-    meta = json.loads(payload[4:4 + hlen])
-    body = payload[4 + hlen:]
-    if meta.pop("format") != _FORMAT or meta["hash"] != key:
-        raise ValueError("other format or key")
-    plen, clen = meta.pop("ptx_len"), meta.pop("cubin_len")
-    if len(body) != plen + clen:
-        raise ValueError("PTX and CUBIN lengths do not add up to the entry's")
-    return TritonKernel(ptx=body[:plen], cubin=body[plen:], from_cache=True, **meta)
-
-
-# ---------------- compile ----------------
-
-_MEMO = LRUMemo(MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
-
-
-def _target(arch: str):
-    from triton.backends.compiler import GPUTarget
-
-    m = re.match(r"^sm_(\d+)[af]?$", arch)
-    if not m:
-        raise SpecError(f"arch {arch!r} is not of the form sm_XY. Fix: e.g. 'sm_90'")
-    return GPUTarget("cuda", int(m.group(1)), 32)
-
-
-def triton_hash(src, target, options: Mapping[str, Any]) -> Optional[str]:
-    """Triton's own hash of this compilation (what ``triton.compile`` keys its cache by), or None
-    where this Triton's internals differ (then nothing is cached on disk by us)."""
-    try:
-        from triton._C.libtriton import get_cache_invalidating_env_vars
-        from triton.compiler.compiler import make_backend
-        from triton.runtime.cache import get_cache_key
-
-        backend = make_backend(target)
-        opts = backend.parse_options(dict(options, **src.parse_options()))
-        key = get_cache_key(src, backend, opts, env_vars=get_cache_invalidating_env_vars())
-        return hashlib.sha256(key.encode("utf-8")).hexdigest()
-    except Exception as e:  # noqa: BLE001 - internal API drift: compile without our cache
-        _LOG.debug("trt_kernels: cannot compute Triton's cache key (%s)", e)
+    def ptx_note(self, binary: Binary, driver: Optional[Version]) -> Optional[str]:
+        for k in binary.kernels.values():
+            note = _tc.ptx_driver_note(k.ptx_isa, driver)
+            if note:
+                return note
         return None
 
+    def config_text(self) -> str:
+        return "; ".join(f"tactic {i + 1}: {dict(c.constexprs)} num_warps={c.num_warps} num_stages={c.num_stages}"
+                         for i, c in enumerate(self.configs))
 
-def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any], *, arch: str,
-                   options: Mapping[str, Any], label: str) -> TritonKernel:
-    """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` without a GPU; PTX, CUBIN and metadata.
+    def describe(self) -> str:
+        return f"Triton {self.kernel_name!r} (triton {_tc.triton_version()}); {self.config_text()}"
 
-    Cached under the package's cache directory (:func:`trt_kernels.cache_store.cache_dir`) as
-    ``triton/<Triton's hash>.bin`` (atomic writes, the whole entry checksummed by the store)."""
-    triton = require_triton()
-    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
-    target = _target(arch)
-    key = triton_hash(src, target, options)
-    if key is not None:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            return hit
-    root = cache_dir()
-    path = root / "triton" / f"{key}.bin" if (root is not None and key is not None) else None
-    k = read_entry(path, _MAGIC, lambda payload: _decode(payload, key)) if path is not None else None
-    if k is None:
+
+# ---------------- declaration ----------------
+
+
+def declare(
+    op_name: str,
+    kernel,
+    *,
+    inputs: Sequence[Union[InputDecl, ScalarInput]],
+    outputs: Sequence[OutputDecl],
+    grid: GridLike,
+    extras: Sequence[Any] = (),
+    constexprs: Optional[Mapping[str, Any]] = None,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    tactics: Sequence[TritonConfig] = (),
+    dtypes: Optional[Sequence[torch.dtype]] = None,
+    arch_override: Optional[str] = None,
+    compile_options: Optional[Mapping[str, Any]] = None,
+) -> Tuple[Signature, TritonSource]:
+    """Check a Triton declaration; its signature and source (registration is :func:`trt_kernels.triton_kernel_op`)."""
+    _tc.require_triton("triton_kernel_op")
+    fn = _jit_function(op_name, kernel)
+    _check_warps(op_name, "num_warps", num_warps)
+    base = TritonConfig(dict(constexprs or {}), num_warps, num_stages)
+    configs = [base]
+    for i, t in enumerate(tactics):
+        if not isinstance(t, TritonConfig):
+            raise SpecError(f"{op_name}: tactics[{i}]: expected ttk.TritonConfig, got {t!r}. "
+                            "Fix: tactics=[ttk.TritonConfig({'BLOCK': 512}, num_warps=2)]")
+        _check_warps(op_name, f"tactics[{i}].num_warps", t.num_warps)
+        configs.append(TritonConfig({**base.constexprs, **dict(t.constexprs)}, t.num_warps, t.num_stages))
+
+    def geometry(cfg: TritonConfig, where: str) -> Custom:
+        meta = dict(cfg.constexprs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         try:
-            ck = triton.compile(src, target=target, options=dict(options))
-        except Exception as e:  # noqa: BLE001 - Triton's errors carry the source location
-            raise CompileError(f"{label}: Triton could not compile {getattr(fn, '__name__', fn)!r} for {arch} "
-                               f"(signature {dict(signature)}, constexprs {dict(constexprs)}, options "
-                               f"{dict(options)}):\n{e}") from e
-        md = ck.metadata
-        ptx = ck.asm["ptx"]
-        k = TritonKernel(
-            name=str(md.name), ptx=(ptx.encode() if isinstance(ptx, str) else bytes(ptx)).rstrip(b"\x00"),
-            cubin=bytes(ck.asm["cubin"]), arch=arch, num_warps=int(md.num_warps),
-            num_ctas=int(getattr(md, "num_ctas", 1)), shared=int(md.shared),
-            global_scratch_size=int(getattr(md, "global_scratch_size", 0) or 0),
-            global_scratch_align=int(getattr(md, "global_scratch_align", 1) or 1),
-            profile_scratch_size=int(getattr(md, "profile_scratch_size", 0) or 0),
-            profile_scratch_align=int(getattr(md, "profile_scratch_align", 1) or 1),
-            launch_cooperative_grid=bool(getattr(md, "launch_cooperative_grid", False)),
-            launch_pdl=bool(getattr(md, "launch_pdl", False)),
-            hash=str(key or ck.hash), triton_version=str(triton.__version__),
-        )
-        if path is not None:
-            write_entry(path, _MAGIC, _encode(k))
-    if key is not None:
-        k = _MEMO.setdefault(key, k)
-    return k
+            g = grid(meta) if callable(grid) else grid
+        except KeyError as e:
+            raise SpecError(f"{op_name}: grid: {where}: grid(meta) read {e} which is not a constexpr of the config "
+                            f"(meta has {sorted(meta)}). Fix: give it in constexprs=") from None
+        if isinstance(g, (int, Expr)):
+            g = (g,)
+        return Custom(grid=tuple(g), block=(cfg.num_warps * 32,))
+
+    geos = [geometry(c, "tactic 1" if i == 0 else f"tactics[{i - 1}]") for i, c in enumerate(configs)]
+    if not outputs:
+        raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)]")
+    sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=geos, dtypes=dtypes)
+    cnames = _check_parameters(op_name, fn, sig)
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.default is not inspect.Parameter.empty}
+    for i, c in enumerate(configs):
+        where = "constexprs" if i == 0 else f"tactics[{i - 1}].constexprs"
+        unknown = sorted(set(c.constexprs) - set(cnames))
+        if unknown:
+            raise SpecError(f"{op_name}: {where}: {unknown} name no tl.constexpr parameter of {fn.__name__!r} "
+                            f"(its constexprs: {cnames}). Fix: remove them or declare them in the kernel")
+        missing = [n for n in cnames if n not in c.constexprs and n not in defaults]
+        if missing:
+            raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of {fn.__name__!r}. "
+                            f"Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
+    for d in sig.kernel_dtypes:
+        if d not in _tc.TRITON_TYPES:
+            raise SpecError(f"{op_name}: dtypes: {d} has no Triton type")
+    opts = dict(compile_options or {})
+    for bad in ("num_warps", "num_stages", "num_ctas"):
+        if bad in opts:
+            raise SpecError(f"{op_name}: compile_options: {bad!r} is set per config. Fix: use num_warps=/num_stages= "
+                            "or tactics=[ttk.TritonConfig(...)] (num_ctas must stay 1)")
+    return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override)
+
+
+def _jit_function(op: str, kernel):
+    params = getattr(kernel, "params", None)
+    if params is None or not hasattr(kernel, "fn"):
+        kind = type(kernel).__name__
+        hint = " (an @triton.autotune/@triton.heuristics wrapper: pass the inner @triton.jit function and give its " \
+               "configs as tactics=[ttk.TritonConfig(...)])" if hasattr(kernel, "fn") else ""
+        raise SpecError(f"{op}: kernel: expected a @triton.jit function, got {kind}{hint}. Fix: decorate it with @triton.jit")
+    return kernel
+
+
+def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
+    """The non-constexpr parameters must follow the calling convention, named as declared; returns the
+    constexpr parameters' names."""
+    expected: List[Tuple[str, Optional[str]]] = [("tensor input", d.name) for d in sig.tensor_decls]
+    expected += [("scalar input", d.name) for d in sig.scalar_decls]
+    expected += [(f"extras[{i}] ({e})", None) for i, e in enumerate(sig.extra_labels)]
+    expected += [("output", o.name) for o in sig.outputs]
+    runtime = [p for p in fn.params if not p.is_constexpr]
+    constexprs = [p.name for p in fn.params if p.is_constexpr]
+    order = ", ".join((n or f"<{w}>") for w, n in expected)
+    fix = (f"write the kernel's parameters as ({order}{', ' if constexprs else ''}{', '.join(f'{c}: tl.constexpr' for c in constexprs)}): "
+           "tensor inputs, scalar inputs, extras, outputs, each in declaration order (a tensor 'x' may be named "
+           "'x' or 'x_ptr'; constexprs may go anywhere)")
+    if len(runtime) != len(expected):
+        raise SpecError(f"{op}: kernel {fn.__name__!r} has {len(runtime)} non-constexpr parameters "
+                        f"({', '.join(p.name for p in runtime)}) but the declaration implies {len(expected)}. Fix: {fix}")
+    for i, (p, (what, name)) in enumerate(zip(runtime, expected)):
+        if name is None:
+            continue
+        ok = p.name == name or (what != "scalar input" and p.name == f"{name}_ptr")
+        if not ok:
+            raise SpecError(f"{op}: kernel {fn.__name__!r} parameter {i} is {p.name!r} where the calling convention "
+                            f"puts {what} {name!r}. Fix: {fix}")
+    return constexprs
+
+
+def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
+    """Triton's ``signature`` (parameter name -> type string) of the kernel at ``dtype``."""
+    ins = sig.in_dtypes(dtype)
+    types = ["*" + _tc.TRITON_TYPES[d] for d in ins]
+    types += [_tc.SCALAR_TYPES[d.py_type] for d in sig.scalar_decls]
+    types += ["i32"] * len(sig.extras)
+    types += ["*" + _tc.TRITON_TYPES[d] for d in sig.out_dtypes(ins)]
+    it = iter(types)
+    return {p.name: "constexpr" if p.is_constexpr else next(it) for p in fn.params}
+
+
+def _check_warps(op: str, where: str, w) -> None:
+    if isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024:
+        raise SpecError(f"{op}: {where}: num_warps={w!r}: Triton takes a power of two from 1 to 32. Fix: e.g. num_warps=4")

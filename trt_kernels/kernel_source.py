@@ -1,0 +1,107 @@
+"""Where a kernel's code comes from: the :class:`KernelSource` protocol and what a build gives.
+
+Three sources implement it, as equals: CUDA C++ compiled by NVRTC
+(:mod:`trt_kernels.cuda_source`), PTX text given by the user (:mod:`trt_kernels.ptx_source`) and a
+``@triton.jit`` function compiled by Triton (:mod:`trt_kernels.triton_source`). Each is built
+with the op's :class:`~trt_kernels.signature.Signature` and checks its own code against it (the
+kernel ABI); ``build(arch)`` gives a :class:`Binary`: one :class:`KernelImage` per (dtype,
+tactic), each with what an eager launch loads and what TensorRT's AOT plugin embeds (or why it
+cannot). The op record (:class:`~trt_kernels.op.KernelOp`), the launches, the TensorRT plugin and
+the command line read a ``Binary`` and never ask which source made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Protocol, Tuple
+
+import torch
+
+from .ptxcheck import Version, ptx_isa
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    """One launchable kernel: the code for one dtype (and, for sources with per-tactic code, one tactic)."""
+
+    symbol: str  # the entry's name in the PTX / CUBIN
+    image: bytes  # what the driver loads for eager launches: a CUBIN, or NUL-terminated PTX (JIT-loaded)
+    ptx: bytes  # the PTX as compiled: its .entry lists every parameter the kernel takes
+    aot_ptx: Optional[bytes]  # PTX whose .entry takes exactly the declared parameters (TensorRT's AOT launch)
+    aot_reason: Optional[str] = None  # why there is no aot_ptx
+    shared_mem: int = 0  # dynamic shared memory (bytes) the code itself needs, whatever the geometry says
+    # (bytes per block, alignment) of each pointer the compiler appended after the declared parameters
+    # (Triton's scratch buffers); a size of 0 means the launch passes NULL there
+    scratch: Tuple[Tuple[int, int], ...] = ()
+
+    @property
+    def needs_scratch(self) -> bool:
+        return any(size > 0 for size, _ in self.scratch)
+
+    @property
+    def ptx_isa(self) -> Optional[Version]:
+        """The PTX ISA version of ``.version`` in the PTX (e.g. (9, 0) for CUDA 13.0)."""
+        return ptx_isa(self.ptx)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """What a source built for one arch (``arch`` None: code any device loads, e.g. PTX text)."""
+
+    arch: Optional[str]
+    kernels: Dict[Tuple[torch.dtype, int], KernelImage]  # (dtype, tactic); tactic 0: the same code for every tactic
+    toolchain: str  # what built it, for reports: "NVRTC 13.0", "Triton 3.6.0", "none (PTX given)"
+    from_cache: bool = False  # every part was read from the disk cache
+    entries: Tuple[str, ...] = ()  # the disk cache entries holding it
+    log: str = ""  # the compiler's messages
+    details: Dict[str, object] = field(default_factory=dict)  # source-specific facts for reports (JSON-able)
+
+    def kernel(self, dtype: torch.dtype, tactic: int = 1) -> KernelImage:
+        k = self.kernels.get((dtype, 0))
+        return k if k is not None else self.kernels[(dtype, max(int(tactic or 1), 1))]
+
+    @property
+    def n_hidden(self) -> int:
+        """How many pointers the compiler appended after the declared parameters (the same for every kernel)."""
+        return len(next(iter(self.kernels.values())).scratch) if self.kernels else 0
+
+    @property
+    def aot_reason(self) -> Optional[str]:
+        """Why some kernel has no PTX for TensorRT's AOT launch (None: every kernel has one)."""
+        reasons = [k.aot_reason for k in self.kernels.values() if k.aot_reason]
+        if not reasons:
+            return None
+        return "AOT unavailable: " + "; ".join(dict.fromkeys(reasons)) + "; the JIT impl runs the kernel instead"
+
+
+class KernelSource(Protocol):
+    """Where an op's kernel code comes from. Implementations: ``CudaSource``, ``PtxSource``, ``TritonSource``."""
+
+    #: the entry point that declares ops of this source (``cuda_kernel_op``, ``ptx_op``, ``triton_kernel_op``)
+    entry_point: str
+    #: whether a build is per GPU arch (False: one build serves every device)
+    needs_arch: bool
+    #: whether the launch's shared memory and TensorRT's AOT launch are known only once built (Triton)
+    launch_from_build: bool
+    #: the arch the declaration pins (``arch_override``), or None
+    arch_override: Optional[str]
+
+    def key(self) -> str:
+        """A hex digest of everything the source compiles (its code, options and toolchain version)."""
+
+    def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
+        """Compile (or read from the disk cache) for ``arch``; with ``check_abi``, raise
+        :class:`~trt_kernels.errors.KernelABIError` where the code's parameters differ from the signature."""
+
+    def cached_build(self) -> Optional[Binary]:
+        """A build for any arch from the disk cache (ABI-checked), without compiling, loading a compiler or
+        asking a GPU anything; None if there is none."""
+
+    def name_expression(self, dtype: torch.dtype) -> str:
+        """How the kernel is named at ``dtype`` (``k<__half>``, a PTX symbol, a Triton function's name)."""
+
+    def ptx_note(self, binary: Binary, driver: Optional[Version]) -> Optional[str]:
+        """Why the CUDA ``driver`` cannot JIT-load the binary's AOT PTX, with the fix; None if it can."""
+
+    def describe(self) -> str:
+        """One line for reports: the source kind, the kernel and its options."""

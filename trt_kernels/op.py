@@ -1,0 +1,297 @@
+"""One declared op: its signature, its kernel source and the user's overrides.
+
+A :class:`KernelOp` is ``(signature, source, overrides)``: what the kernel takes
+(:class:`~trt_kernels.signature.Signature`), where its code comes from (a
+:class:`~trt_kernels.kernel_source.KernelSource`: CUDA C++, PTX or Triton) and the functions
+the user gave in place of derived ones (``meta_fn``, ``eager_fn``, ``aot_fn``, ``backward``,
+``setup_context``). Everything derived is computed lazily and memoized: the build (per arch),
+the plan (per input ranks and tactic), the loaded kernel (per dtype, arch and tactic). What the
+launches, the TensorRT side and the command line need is a method or field here; none of them
+asks which source the op has.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import torch
+
+from .compile import default_arch, env_arch, normalize_arch
+from .errors import NoCudaDeviceError, PtxVersionError
+from .expr import Const, Expr, binop
+from .kernel_source import Binary, KernelImage, KernelSource
+from .launch import LoadedKernel, ParamPack, driver_version
+from .limits import STATIC_SHARED_MEM
+from .plan import LaunchPlan, build_plan
+from .signature import Signature
+
+#: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
+#: parameters and any compile error do not depend on it, and Hopper accepts every feature an
+#: sm_80/sm_89 kernel uses (a kernel for newer archs needs arch_override or TRT_KERNELS_ARCH)
+CHECK_ARCH = "sm_90"
+
+
+class Aot(enum.Enum):
+    """How TensorRT runs the op's plugin."""
+
+    AOT = "AOT"  # the PTX is embedded in the engine with its launch parameters; no Python at run time
+    JIT = "JIT"  # TensorRT calls the plugin's Python impl at run time
+
+
+@dataclass(frozen=True)
+class AotDecision:
+    mode: Aot
+    why: str
+
+    @property
+    def aot(self) -> bool:
+        return self.mode is Aot.AOT
+
+
+@dataclass
+class TensorRTSide:
+    """What the TensorRT side made of the op (filled in by ``trt_kernels.plugins``)."""
+
+    plugin: str = ""  # e.g. "AOT (PTX embedded in the engine) + JIT fallback", "not registered: ..."
+    converter: str = ""
+    aot: Optional[bool] = None  # whether the registered plugin has an AOT impl (None: no plugin registered)
+
+
+@dataclass(eq=False)
+class KernelOp:
+    """Everything trt_kernels knows about one registered op."""
+
+    sig: Signature
+    source: KernelSource
+    # the user's overrides of what is otherwise derived from the signature
+    meta_fn: Optional[Callable[..., Any]] = None
+    eager_fn: Optional[Callable[..., Any]] = None
+    aot_fn: Optional[Callable[..., Any]] = None
+    backward: Optional[Callable[..., Any]] = None
+    setup_context: Optional[Callable[..., Any]] = None
+    supports_dynamic_shapes: bool = True
+    options: Dict[str, Any] = field(default_factory=dict)  # converter options (priority, capability_validator, ...)
+    schema: str = ""
+    # default values of the schema's trailing arguments (torch leaves out arguments equal to their
+    # defaults when it calls a kernel, and in traced graphs): filled back in by every caller
+    defaults: Tuple[Any, ...] = ()
+    # filled in as the op is used
+    library: Any = None
+    cuda_impl: Any = None  # the function registered as the op's CUDA kernel
+    tensorrt: TensorRTSide = field(default_factory=TensorRTSide)
+    _binaries: Dict[Optional[str], Binary] = field(default_factory=dict)
+    _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
+    _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
+    _packs: Dict[Tuple, ParamPack] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # ----- identity -----
+    @property
+    def op_name(self) -> str:
+        return self.sig.op_name
+
+    @property
+    def namespace(self) -> str:
+        return self.sig.namespace
+
+    @property
+    def name(self) -> str:
+        return self.sig.name
+
+    @property
+    def overload(self):
+        """The ``OpOverload`` (``torch.ops.ns.name.default``)."""
+        return getattr(getattr(torch.ops, self.namespace), self.name).default
+
+    @property
+    def dtypes(self) -> Tuple[torch.dtype, ...]:
+        return self.sig.kernel_dtypes
+
+    @property
+    def tactics(self) -> int:
+        return self.sig.tactics
+
+    def with_defaults(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        """``args`` with the trailing arguments torch left out (equal to their defaults) filled in."""
+        n = len(self.sig.arg_kinds)
+        if len(args) >= n or not self.defaults:
+            return args
+        missing = n - len(args)
+        if missing > len(self.defaults):
+            return args  # too few arguments: the caller's own check names the missing one
+        return tuple(args) + self.defaults[len(self.defaults) - missing:]
+
+    @property
+    def overrides(self) -> Tuple[str, ...]:
+        """The names of the functions the user gave in place of derived ones."""
+        given = {"meta_fn": self.meta_fn, "eager_fn": self.eager_fn, "aot_fn": self.aot_fn, "backward": self.backward,
+                 "setup_context": self.setup_context}
+        return tuple(n for n, fn in given.items() if fn is not None)
+
+    # ----- builds -----
+    def resolve_arch(self, arch: Optional[str] = None) -> str:
+        arch = arch or self.source.arch_override or default_arch()
+        if arch is None:
+            raise NoCudaDeviceError(
+                f"{self.op_name}: no GPU arch to compile for: no CUDA device is visible and none was given. "
+                "Fix: run on a CUDA machine, or set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH=sm_90"
+            )
+        return normalize_arch(arch)
+
+    def known_arch(self) -> Optional[str]:
+        """The arch builds are for when one is known without compiling (the override, TRT_KERNELS_ARCH,
+        the GPU), else None."""
+        try:
+            return self.resolve_arch()
+        except NoCudaDeviceError:
+            return None
+
+    def binary(self, arch: Optional[str] = None) -> Binary:
+        """The kernel built for ``arch`` (default: :meth:`resolve_arch`); built and ABI-checked once."""
+        arch = self.resolve_arch(arch) if self.source.needs_arch else None
+        b = self._binaries.get(arch)
+        if b is None:
+            with self._lock:
+                b = self._binaries.get(arch)
+                if b is None:
+                    b = self._binaries[arch] = self.source.build(arch)
+        return b
+
+    def builds(self) -> Dict[Optional[str], Binary]:
+        """The builds made (or read from the cache) so far in this process, by arch (None: a build that
+        serves every arch)."""
+        return dict(self._binaries)
+
+    def image(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None) -> KernelImage:
+        return self.binary(arch).kernel(dtype, tactic)
+
+    def prepare(self) -> str:
+        """At declaration: build (or find in the cache) and check the kernel's parameters.
+
+        The arch comes from the source's ``arch_override`` or ``TRT_KERNELS_ARCH`` (no CUDA query).
+        Without either, a cached build for any arch serves the ABI check (a kernel's parameter list
+        in the PTX does not depend on the arch) and the build for the device's arch waits for the
+        first launch, so a warm start neither initialises CUDA nor loads a compiler. Only when nothing
+        is cached is the GPU asked for its arch (and the kernel built now, so errors surface here);
+        with no GPU either, it is built for :data:`CHECK_ARCH`. Returns what was done, for logging.
+        """
+        if not self.source.needs_arch:
+            self.binary()
+            return "built (one build serves every arch)"
+        arch = self.source.arch_override or env_arch()
+        if arch is None and not torch.cuda.is_initialized():
+            b = self.source.cached_build()
+            if b is not None:
+                with self._lock:
+                    self._binaries.setdefault(b.arch, b)
+                return f"checked against the cached build for {b.arch}"
+        arch = arch or default_arch()
+        if arch is None:
+            self.binary(CHECK_ARCH)
+            return f"built for {CHECK_ARCH} to check it (no GPU visible and no arch given)"
+        self.binary(arch)
+        return f"built for {normalize_arch(arch)}"
+
+    def param_pack(self, dtype: torch.dtype, n_hidden: int = 0) -> ParamPack:
+        """The packed-parameter layout at ``dtype`` (with ``n_hidden`` pointers after the declared
+        parameters, NULL unless set); one per layout, buffers are per thread."""
+        key = (dtype, n_hidden)
+        pack = self._packs.get(key)
+        if pack is None:
+            pack = self._packs.setdefault(key, ParamPack(self.sig.param_codes(dtype), n_hidden))
+        return pack
+
+    # ----- plans -----
+    def plan(self, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchPlan:
+        """The launch plan at input ``ranks`` for ``tactic``. Where the source knows the kernel's shared
+        memory only once built (Triton), it is the largest over the op's dtypes for ``arch`` (default: the
+        known arch; 0 while none is known: shapes alone need none)."""
+        arch = (arch or self.known_arch()) if self.source.launch_from_build else None
+        key = (tuple(ranks), tactic, arch)
+        p = self._plans.get(key)
+        if p is None:
+            p = build_plan(self.sig, ranks, tactic)
+            if arch is not None:
+                need = max(self.image(d, p.tactic, arch).shared_mem for d in self.dtypes)
+                if need:
+                    smem = p.shared_mem
+                    p = _with_shared_mem(p, Const(need) if smem == Const(0) else binop("max", smem, Const(need)))
+            self._plans[key] = p
+        return p
+
+    @property
+    def dynamic_shared_mem(self) -> Optional[Expr]:
+        """The geometry's dynamic shared memory when it is not a constant within 48 KB (None): such a
+        kernel's eager launch raises its function's limit first."""
+        for g in self.sig.launches:
+            if not (isinstance(g.shared_mem, Const) and g.shared_mem.value <= STATIC_SHARED_MEM):
+                return g.shared_mem
+        return None
+
+    # ----- TensorRT -----
+    @property
+    def aot(self) -> AotDecision:
+        """Whether TensorRT's plugin can run the kernel ahead of time (PTX in the engine), and why."""
+        if self.aot_fn is not None:
+            return AotDecision(Aot.AOT, "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python "
+                                        "at run time")
+        if not (self.sig.has_outputs and self.sig.has_geometry):
+            return AotDecision(Aot.JIT, "override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at "
+                                        "run time, so the engine needs trt_kernels imported to run. Fix for AOT: "
+                                        "declare outputs and geometry, or pass aot_fn=")
+        smem = self.dynamic_shared_mem
+        if isinstance(smem, Const):
+            return AotDecision(Aot.JIT, f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
+                                        "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT "
+                                        "plugin launch is not known to make")
+        if self.source.launch_from_build:
+            arch = self.known_arch()
+            reason = self.binary(arch).aot_reason if arch is not None else None
+            if reason:
+                return AotDecision(Aot.JIT, reason)
+        why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
+        if self.sig.scalar_decls:
+            why += ("; scalars (" + ", ".join(d.name for d in self.sig.scalar_decls)
+                    + ") are baked into the extra arguments when the engine is built")
+        return AotDecision(Aot.AOT, why)
+
+    def aot_kernel(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None) -> Tuple[str, bytes]:
+        """``(symbol, PTX)`` for TensorRT's AOT launch at ``dtype`` and ``tactic``; :class:`PtxVersionError`
+        when there is none, or when the CUDA driver here could not load it."""
+        b = self.binary(arch)
+        k = b.kernel(dtype, tactic)
+        if k.aot_ptx is None:
+            raise PtxVersionError(f"{self.op_name}: {b.aot_reason}")
+        note = self.source.ptx_note(b, driver_version())
+        if note:
+            isa = f" (PTX ISA {k.ptx_isa[0]}.{k.ptx_isa[1]})" if k.ptx_isa else ""
+            raise PtxVersionError(f"{self.op_name}: PTX for TensorRT{isa}: {note}")
+        return k.symbol, k.aot_ptx
+
+    # ----- eager loading -----
+    def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1) -> LoadedKernel:
+        """The kernel for ``dtype`` and ``tactic`` built for ``device``'s arch, loaded."""
+        arch = None
+        if self.source.needs_arch:
+            major, minor = torch.cuda.get_device_capability(device)
+            arch = f"sm_{major}{minor}"
+        b = self.binary(arch)
+        k = b.kernel(dtype, tactic)
+        key = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic)
+        lk = self._loaded.get(key)
+        if lk is None:
+            # the code's own need (Triton's shared memory), the largest over the dtypes, is what launches pass
+            need = max(b.kernel(d, tactic).shared_mem for d in self.dtypes)
+            lk = self._loaded.setdefault(key, LoadedKernel(
+                k.image, k.symbol, self.op_name, raise_dynamic_smem=self.dynamic_shared_mem is not None,
+                shared_mem=need))
+        return lk
+
+
+def _with_shared_mem(p: LaunchPlan, smem: Expr) -> LaunchPlan:
+    from dataclasses import replace
+
+    return replace(p, shared_mem=smem)
