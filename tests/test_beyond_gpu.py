@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trt_kernels as ttk
-from conftest import load_example
+from support import load_example
 
 pytestmark = pytest.mark.gpu
 
@@ -99,7 +99,7 @@ def _ref(x):
 _EXPORT_SCRIPT = """
 import sys, torch
 sys.path.insert(0, sys.argv[1])
-from conftest import load_example
+from support import load_example
 load_example("cuda_kernel_op")
 load_example("dtypes_autograd")  # ops with a backward registered too, as in the test session
 import test_beyond_gpu as T
@@ -120,7 +120,7 @@ def test_torch_export_dynamic_batch_runs(seed):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from support import ROOT
 
     r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests")], capture_output=True, text=True,
                        timeout=600)

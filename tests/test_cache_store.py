@@ -22,7 +22,7 @@ import pytest
 
 from trt_kernels import cli
 from trt_kernels import compile as comp
-from conftest import counting_compile_cache
+from support import counting_compile_cache
 from kernels import SIGMOID
 
 TESTS = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import pytest
 from packaging.requirements import Requirement
 
-from conftest import ROOT
+from support import ROOT
 
 SCANNED = ("examples", "benchmarks", "tests")
 #: top-level modules that come only with an optional extra: (distribution, extra)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from conftest import load_example
+from support import load_example
 from trt_kernels.testing import _standin as standin
 
 pytestmark = [

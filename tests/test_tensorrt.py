@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, load_example
+from support import ROOT, load_example
 
 
 def _trt_reason():

@@ -21,7 +21,7 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import registry
-from conftest import load_example
+from support import load_example
 import emulated as emu
 from kernels import ROW_SUM, SIGMOID, TEMPLATE_SIGMOID, unique
 
