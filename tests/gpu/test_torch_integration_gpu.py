@@ -98,11 +98,11 @@ def _ref(x):
 
 _EXPORT_SCRIPT = """
 import sys, torch
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:]
 from support import load_example
 load_example("cuda_kernel_op")
 load_example("dtypes_autograd")  # ops with a backward registered too, as in the test session
-import test_beyond_gpu as T
+import test_torch_integration_gpu as T
 batch = torch.export.Dim("batch", min=1, max=1024)
 ep = torch.export.export(T.Net(), (torch.randn(8, 300, device="cuda"),), dynamic_shapes={"x": {0: batch}})
 m = ep.module()
@@ -122,8 +122,8 @@ def test_torch_export_dynamic_batch_runs(seed):
 
     from support import ROOT
 
-    r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests")], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests"), str(ROOT / "tests" / "gpu")],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "export OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 

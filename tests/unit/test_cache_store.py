@@ -25,7 +25,7 @@ from trt_kernels import compile as comp
 from support import counting_compile_cache
 from kernels import SIGMOID
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
 
 

@@ -71,7 +71,7 @@ def _is_local(module: str, path: pathlib.Path) -> bool:
 
 def _sources():
     for folder in SCANNED:
-        yield from sorted((ROOT / folder).glob("*.py"))
+        yield from sorted((ROOT / folder).rglob("*.py"))
 
 
 def required_imports() -> Dict[str, List[str]]:

@@ -18,7 +18,7 @@ def _trt_reason():
     init()
     st = tensorrt_status()
     if st.get("backend"):
-        return f"tensorrt here is {st['backend']}, not TensorRT (that tier is tests/test_trt_emulated.py)"
+        return f"tensorrt here is {st['backend']}, not TensorRT (that tier is tests/trt/emulated/test_trt_emulated.py)"
     return None if st.get("available") == "yes" else f"TensorRT side unavailable: {st.get('reason')}"
 
 
