@@ -42,3 +42,15 @@ def load_example(name: str):
     sys.modules[mod_name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def mark_items_under(folder, items, *marks):
+    """Add ``marks`` to every collected test whose file is under ``folder``. A tier folder's conftest.py
+    calls this from its ``pytest_collection_modifyitems`` (tryfirst, so that tests/conftest.py's hook, which
+    turns ``gpu`` into a skip without CUDA and runs ``trt_emulated`` last, and ``-m`` see the marks): that
+    is how the folder sets its marker once. (``pytestmark`` in a conftest.py marks nothing.)"""
+    folder = pathlib.Path(folder).resolve()
+    for item in items:
+        if pathlib.Path(item.path).resolve().is_relative_to(folder):
+            for mark in marks:
+                item.add_marker(mark)

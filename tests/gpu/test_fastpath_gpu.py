@@ -16,8 +16,6 @@ from trt_kernels.fastpath import MAX_INLINED
 from support import ROOT
 from kernels import mixed_spec, sigmoid_spec, unique
 
-pytestmark = pytest.mark.gpu
-
 
 def _op(name):
     ns, n = name.split("::")

@@ -9,8 +9,6 @@ import torch
 import trt_kernels as ttk
 from support import ROOT, load_example
 
-pytestmark = pytest.mark.gpu
-
 
 @pytest.fixture(scope="module")
 def ex():

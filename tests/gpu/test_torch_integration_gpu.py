@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 import trt_kernels as ttk
 from support import load_example
 
-pytestmark = pytest.mark.gpu
-
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-12}
 

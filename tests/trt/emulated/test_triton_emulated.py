@@ -20,8 +20,6 @@ import emulated as emu  # noqa: E402
 from kernels import SIGMOID, unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
 
-pytestmark = pytest.mark.trt_emulated
-
 
 def _op(name):
     ns, n = name.split("::")

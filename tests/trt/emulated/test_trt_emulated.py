@@ -25,8 +25,6 @@ from support import load_example
 import emulated as emu
 from kernels import ROW_SUM, SIGMOID, TEMPLATE_SIGMOID, unique
 
-pytestmark = pytest.mark.trt_emulated
-
 ATOL = RTOL = 1e-4
 
 

@@ -23,7 +23,7 @@ def _trt_reason():
 
 
 REASON = _trt_reason()
-pytestmark = [pytest.mark.tensorrt, pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=str(REASON))]
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=str(REASON))]
 
 
 @pytest.fixture(scope="module")
