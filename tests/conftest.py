@@ -1,12 +1,11 @@
-import importlib.util
+import importlib.machinery
 import os
-import pathlib
 import sys
+import types
 
 import pytest
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 HAS_CUDA = torch.cuda.is_available()
 
 
@@ -28,35 +27,41 @@ def _isolated_cache(tmp_path_factory):
     yield
 
 
-def counting_compile_cache(root, monkeypatch):
-    """Point the compile cache at ``root`` (enabled, empty memo) and count NVRTC compiles: returns the
-    list that receives the source of every compile from now on."""
-    from trt_kernels import compile as comp
+@pytest.fixture
+def trt_side(monkeypatch):
+    """The TensorRT side on CPU (tests/trt/standin and test_redeclaration.py): NVIDIA's tensorrt.plugin over
+    the emulated native module (the stand-in), and a minimal torch_tensorrt stand-in that records converters.
+    Yields (the stand-in environment, {overload: (converter, its registration kwargs)})."""
+    from trt_kernels import plugins, registry
+    from trt_kernels.testing import _standin as standin
 
-    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
-    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
-    comp._MEMO.clear()
-    calls = []
-    real = comp._nvrtc_compile
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    monkeypatch.setattr(plugins, "_STATE", {})
+    monkeypatch.setattr(registry, "_listeners", [])
+    converters = {}
 
-    def counting(*a, **k):
-        calls.append(a[0])
-        return real(*a, **k)
+    def dynamo_tensorrt_converter(target, **kw):
+        def deco(fn):
+            converters[target] = (fn, kw)
+            return fn
+        return deco
 
-    monkeypatch.setattr(comp, "_nvrtc_compile", counting)
-    return calls
-
-
-def load_example(name: str):
-    """Import examples/<name>.py once (it registers its ops on import)."""
-    mod_name = f"_ttk_example_{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, ROOT / "examples" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    mods = {}
+    for name in ("torch_tensorrt", "torch_tensorrt.dynamo", "torch_tensorrt.dynamo.conversion",
+                 "torch_tensorrt.dynamo.conversion.converter_utils"):
+        m = types.ModuleType(name)
+        m.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        mods[name] = m
+    mods["torch_tensorrt"].ENABLED_FEATURES = types.SimpleNamespace(qdp_plugin=True)
+    mods["torch_tensorrt"].dynamo = mods["torch_tensorrt.dynamo"]
+    mods["torch_tensorrt.dynamo"].conversion = mods["torch_tensorrt.dynamo.conversion"]
+    mods["torch_tensorrt.dynamo.conversion"].dynamo_tensorrt_converter = dynamo_tensorrt_converter
+    mods["torch_tensorrt.dynamo.conversion"].converter_utils = mods["torch_tensorrt.dynamo.conversion.converter_utils"]
+    mods["torch_tensorrt.dynamo.conversion.converter_utils"].get_trt_tensor = lambda ctx, v, name: v
+    for name, m in mods.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    for env in standin.standin_fixture():
+        yield env, converters
 
 
 @pytest.fixture(scope="session")

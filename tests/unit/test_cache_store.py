@@ -22,10 +22,10 @@ import pytest
 
 from trt_kernels import cli
 from trt_kernels import compile as comp
-from conftest import counting_compile_cache
+from support import counting_compile_cache
 from kernels import SIGMOID
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
 
 

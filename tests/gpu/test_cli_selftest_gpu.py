@@ -12,8 +12,6 @@ import torch
 from trt_kernels import _cli_selftest as selftest
 from trt_kernels import _seed_cases as sc
 
-pytestmark = pytest.mark.gpu
-
 
 @pytest.mark.trt_emulated  # its emulated-Torch-TensorRT column runs that tier (in a child process)
 def test_selftest_command_passes_every_runnable_tier():

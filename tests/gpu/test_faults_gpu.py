@@ -14,8 +14,6 @@ from trt_kernels.errors import UnregisteredOpError
 from trt_kernels.torch_op import launch_into
 from kernels import scale_spec, sigmoid_spec, unique
 
-pytestmark = pytest.mark.gpu
-
 
 def op_of(name):
     ns, n = name.split("::")

@@ -9,7 +9,7 @@ what both need.
 
 import ast
 
-from conftest import ROOT
+from support import ROOT
 
 PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.plugins": ROOT / "plugins",
             "trt_kernels.converters": ROOT / "converters"}

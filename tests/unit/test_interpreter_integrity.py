@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 PRELUDE = textwrap.dedent(r'''
     import torch

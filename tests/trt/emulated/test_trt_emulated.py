@@ -4,7 +4,7 @@ What runs for real here: Torch-TensorRT's own Python (lowering, partitioning, co
 registry, ``TRTInterpreter``, its Python runtime, pickling), NVIDIA's ``tensorrt`` package
 and ``tensorrt.plugin`` layer, our plugins and converters, and the kernels on the GPU.
 What is emulated: libnvinfer (builder, engine format, runtime), for plugin-only networks.
-Nothing here is a TensorRT result; ``tests/test_tensorrt.py`` is the real-TensorRT tier.
+Nothing here is a TensorRT result; ``tests/trt/real/test_tensorrt.py`` is the real-TensorRT tier.
 
 Needs a CUDA GPU, torch-tensorrt (``--no-deps``, the version paired with torch) and the
 tensorrt-cu13-bindings wheel; otherwise every test skips with the reason. The session
@@ -21,11 +21,9 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import registry
-from conftest import load_example
+from support import load_example
 import emulated as emu
 from kernels import ROW_SUM, SIGMOID, TEMPLATE_SIGMOID, unique
-
-pytestmark = pytest.mark.trt_emulated
 
 ATOL = RTOL = 1e-4
 
@@ -224,7 +222,7 @@ def test_half_precision_template_kernels(tt, template_op, dtype, n):
 
 @pytest.mark.xfail(strict=True, reason="Torch-TensorRT 2.11 cannot torch_tensorrt.save a module whose engines run on "
                    "its Python runtime (needs its C++ execute_engine op, absent without libtorchtrt); over real "
-                   "TensorRT with the C++ runtime this is tests/test_tensorrt.py's job")
+                   "TensorRT with the C++ runtime this is tests/trt/real/test_tensorrt.py's job")
 def test_torch_tensorrt_save_exported_program(tt, ex, tmp_path):
     x = torch.randn(4, 128, device="cuda")
     trt_model = emu.compile_trt(tt, ex.SigmoidModel(), [x])
@@ -346,7 +344,7 @@ def test_jit_layer_needs_its_plugin_in_the_reloading_process(tt, tmp_path):
 
 @pytest.mark.parametrize("example", ["cuda_kernel_op", "serialize_reload"])
 def test_examples_run_their_tensorrt_half_over_the_emulator(tt, example):
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[3]
     r = subprocess.run([sys.executable, str(root / "examples" / f"{example}.py")], capture_output=True, text=True,
                        timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr[-4000:]

@@ -18,7 +18,6 @@ from trt_kernels.converters import split_arguments
 from trt_kernels.errors import UnregisteredOpError
 from kernels import SCALE, scale_spec, sigmoid_spec, unique
 from test_fastpath import dispatcher_for
-from test_tensorrt_registration import trt_side  # noqa: F401 - fixture
 
 
 def op_of(name):

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import pytest
 from packaging.requirements import Requirement
 
-from conftest import ROOT
+from support import ROOT
 
 SCANNED = ("examples", "benchmarks", "tests")
 #: top-level modules that come only with an optional extra: (distribution, extra)
@@ -71,7 +71,7 @@ def _is_local(module: str, path: pathlib.Path) -> bool:
 
 def _sources():
     for folder in SCANNED:
-        yield from sorted((ROOT / folder).glob("*.py"))
+        yield from sorted((ROOT / folder).rglob("*.py"))
 
 
 def required_imports() -> Dict[str, List[str]]:

@@ -9,9 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trt_kernels as ttk
-from conftest import load_example
-
-pytestmark = pytest.mark.gpu
+from support import load_example
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-12}
@@ -98,11 +96,11 @@ def _ref(x):
 
 _EXPORT_SCRIPT = """
 import sys, torch
-sys.path.insert(0, sys.argv[1])
-from conftest import load_example
+sys.path[:0] = sys.argv[1:]
+from support import load_example
 load_example("cuda_kernel_op")
 load_example("dtypes_autograd")  # ops with a backward registered too, as in the test session
-import test_beyond_gpu as T
+import test_torch_integration_gpu as T
 batch = torch.export.Dim("batch", min=1, max=1024)
 ep = torch.export.export(T.Net(), (torch.randn(8, 300, device="cuda"),), dynamic_shapes={"x": {0: batch}})
 m = ep.module()
@@ -120,10 +118,10 @@ def test_torch_export_dynamic_batch_runs(seed):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from support import ROOT
 
-    r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests")], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "tests"), str(ROOT / "tests" / "gpu")],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "export OK" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 

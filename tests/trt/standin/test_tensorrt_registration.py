@@ -2,7 +2,6 @@
 minimal torch_tensorrt stand-in that records converters. Ops declared before the TensorRT side
 is initialised are registered when it is; later ones as they are declared."""
 
-import importlib.machinery
 import sys
 import types
 
@@ -12,40 +11,8 @@ import torch
 import trt_kernels as ttk
 from trt_kernels import plugins, registry
 from trt_kernels.plugins import qdp_usable
-from trt_kernels.testing import _standin as standin
 from trt_kernels.status import status
 from kernels import scale_spec, sigmoid_spec, unique
-
-
-@pytest.fixture
-def trt_side(monkeypatch):
-    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
-    monkeypatch.setattr(plugins, "_STATE", {})
-    monkeypatch.setattr(registry, "_listeners", [])
-    converters = {}
-
-    def dynamo_tensorrt_converter(target, **kw):
-        def deco(fn):
-            converters[target] = (fn, kw)
-            return fn
-        return deco
-
-    mods = {}
-    for name in ("torch_tensorrt", "torch_tensorrt.dynamo", "torch_tensorrt.dynamo.conversion",
-                 "torch_tensorrt.dynamo.conversion.converter_utils"):
-        m = types.ModuleType(name)
-        m.__spec__ = importlib.machinery.ModuleSpec(name, None)
-        mods[name] = m
-    mods["torch_tensorrt"].ENABLED_FEATURES = types.SimpleNamespace(qdp_plugin=True)
-    mods["torch_tensorrt"].dynamo = mods["torch_tensorrt.dynamo"]
-    mods["torch_tensorrt.dynamo"].conversion = mods["torch_tensorrt.dynamo.conversion"]
-    mods["torch_tensorrt.dynamo.conversion"].dynamo_tensorrt_converter = dynamo_tensorrt_converter
-    mods["torch_tensorrt.dynamo.conversion"].converter_utils = mods["torch_tensorrt.dynamo.conversion.converter_utils"]
-    mods["torch_tensorrt.dynamo.conversion.converter_utils"].get_trt_tensor = lambda ctx, v, name: v
-    for name, m in mods.items():
-        monkeypatch.setitem(sys.modules, name, m)
-    for env in standin.standin_fixture():
-        yield env, converters
 
 
 def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):

@@ -36,7 +36,7 @@ import pytest
 import trt_kernels.testing as testing
 from trt_kernels.testing import _standin as standin
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 EMULATOR_DIR = pathlib.Path(testing.__file__).resolve().parent / "trt_emulator"
 NATIVE = "tensorrt.tensorrt"  # the module name the emulator is loaded under
 #: a folder of further bindings wheels (``tensorrt_cu13_bindings-*.whl``) to run the checks under
@@ -379,8 +379,8 @@ def test_the_module_exports_only_real_names(real, native):
 # every wheel: the same checks (and the stand-in tests) in a fresh process per extra wheel
 
 #: run under each extra wheel: names, NVIDIA-layer facts, the emulator, our plugins through NVIDIA's layer
-PER_WHEEL_TESTS = ("tests/test_trt_emulator_names.py", "tests/test_trt_standin.py", "tests/test_trt_emulator.py",
-                   "tests/test_plugins_standin.py")
+PER_WHEEL_TESTS = ("tests/trt/emulator/test_trt_emulator_names.py", "tests/trt/standin/test_trt_standin.py",
+                   "tests/trt/emulator/test_trt_emulator.py", "tests/trt/standin/test_plugins_standin.py")
 
 
 def extra_wheels() -> List[pathlib.Path]:

@@ -3,11 +3,10 @@
 import pytest
 import torch
 
-from conftest import load_example
+from support import load_example
 from trt_kernels.testing import _standin as standin
 
 pytestmark = [
-    pytest.mark.gpu,
     pytest.mark.skipif(standin.unavailable_reason() is not None,
                        reason=f"NVIDIA tensorrt.plugin sources unavailable: {standin.unavailable_reason()}"),
 ]

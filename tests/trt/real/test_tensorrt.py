@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, load_example
+from support import ROOT, load_example
 
 
 def _trt_reason():
@@ -18,12 +18,12 @@ def _trt_reason():
     init()
     st = tensorrt_status()
     if st.get("backend"):
-        return f"tensorrt here is {st['backend']}, not TensorRT (that tier is tests/test_trt_emulated.py)"
+        return f"tensorrt here is {st['backend']}, not TensorRT (that tier is tests/trt/emulated/test_trt_emulated.py)"
     return None if st.get("available") == "yes" else f"TensorRT side unavailable: {st.get('reason')}"
 
 
 REASON = _trt_reason()
-pytestmark = [pytest.mark.tensorrt, pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=str(REASON))]
+pytestmark = [pytest.mark.skipif(REASON is not None, reason=str(REASON))]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import compile as comp
-from conftest import counting_compile_cache
+from support import counting_compile_cache
 from kernels import SIGMOID, TEMPLATE_SIGMOID, sigmoid_spec, unique
 
 

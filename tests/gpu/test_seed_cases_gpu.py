@@ -7,9 +7,7 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from conftest import ROOT, load_example
-
-pytestmark = pytest.mark.gpu
+from support import ROOT, load_example
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ Independent of trt_kernels' plugin code on purpose.
 Version-aware: NVIDIA's Python layer differs between the bindings wheels (10.15.1, Torch-TensorRT
 2.11's; 11.0, 2.13's; 11.4), and where it does each test asserts what the wheel in use does
 (``FIXED_IN`` below, read from the wheels' ``tensorrt/plugin`` sources). Run under another wheel with
-``TRT_STANDIN_BINDINGS=<wheel>`` (``tests/test_trt_emulator_names.py::test_each_extra_wheel`` does).
+``TRT_STANDIN_BINDINGS=<wheel>`` (``tests/trt/emulator/test_trt_emulator_names.py::test_each_extra_wheel`` does).
 """
 
 import importlib.util

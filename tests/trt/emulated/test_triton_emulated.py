@@ -2,7 +2,7 @@
 ``trt_emulated``): a model mixing Triton ops and a CUDA C++ op compiles into one engine of AOT
 plugin layers, runs, reloads in this process and in a fresh one without trt_kernels or triton; a
 Triton kernel that needs a scratch buffer runs as a JIT layer. Emulated is not TensorRT: see
-tests/test_trt_emulated.py."""
+tests/trt/emulated/test_trt_emulated.py."""
 
 import pathlib
 import subprocess
@@ -19,8 +19,6 @@ from trt_kernels import registry  # noqa: E402
 import emulated as emu  # noqa: E402
 from kernels import SIGMOID, unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
-
-pytestmark = pytest.mark.trt_emulated
 
 
 def _op(name):
@@ -170,7 +168,7 @@ def test_save_and_reload_in_a_fresh_process_without_trt_kernels_or_triton(tt, na
 
 
 def test_example_runs_its_tensorrt_half_over_the_emulator(tt):
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[3]
     r = subprocess.run([sys.executable, str(root / "examples" / "triton_kernel_op.py")], capture_output=True,
                        text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr[-4000:]

@@ -1,6 +1,6 @@
 """The TensorRT emulator on CPU: building networks of our plugin layers, the engine's serialization
 round trip, what a deserialized engine and context report, and strictness. (Running engines needs a
-GPU: tests/test_trt_emulated.py.)"""
+GPU: tests/trt/emulated/test_trt_emulated.py.)"""
 
 import pickle
 

@@ -13,10 +13,8 @@ import torch
 import trt_kernels as ttk
 from trt_kernels import registry
 from trt_kernels.fastpath import MAX_INLINED
-from conftest import ROOT
+from support import ROOT
 from kernels import mixed_spec, sigmoid_spec, unique
-
-pytestmark = pytest.mark.gpu
 
 
 def _op(name):

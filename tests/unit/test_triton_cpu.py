@@ -289,7 +289,8 @@ def test_without_triton_the_cuda_path_works_and_the_error_names_the_extra():
         except ImportError as e:
             print("ERR", e)
     """)
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    tests = os.path.dirname(os.path.dirname(__file__))  # tests/, where kernels.py is
+    env = dict(os.environ, PYTHONPATH=tests + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "ERR triton_kernel_op needs Triton" in r.stdout and "pip install 'trt-kernels[triton]'" in r.stdout
