@@ -9,6 +9,7 @@ headers) or the driver refuses the PTX NVRTC writes. A missing TensorRT is a not
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -131,6 +132,20 @@ def gather() -> Dict[str, Any]:
                         f[key] = _err(e)
         except Exception as e:  # noqa: BLE001
             f["probe"] = _err(e)
+    # Triton: the toolchain of triton_kernel_op (optional); its probe compiles the selftest's kernel
+    f["triton"] = f["triton_probe"] = None
+    if importlib.util.find_spec("triton") is not None:
+        try:
+            from . import _seed_triton
+            from .triton_compile import compile_triton, triton_version
+
+            f["triton"] = triton_version()
+            k = compile_triton(_seed_triton.ttk_selftest_scale, {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32",
+                                                                 "y_ptr": "*fp32", "BLOCK": "constexpr"},
+                               {"BLOCK": 256}, arch=arch, options={"num_warps": 4}, label="trt-kernels doctor probe")
+            f["triton_probe"] = "ok (from the cache)" if k.from_cache else "ok"
+        except Exception as e:  # noqa: BLE001
+            f["triton_probe"] = _err(e)
     # TensorRT
     try:
         from .plugins import init
@@ -250,6 +265,14 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         add("driver loads the CUBIN", "ok" if cl == "ok" else "error",
             "eager launches load CUBIN: " + cl, "" if cl == "ok" else "update the driver, or install an "
             "nvidia-cuda-nvrtc of the driver's major version")
+    tp = f.get("triton_probe")
+    if f.get("triton") is None and tp is None:
+        add("Triton", "note", "not installed: triton_kernel_op is unavailable (CUDA C++ and PTX ops do not need it)",
+            "pip install 'trt-kernels[triton]'")
+    else:
+        ok = str(tp).startswith("ok")
+        add("Triton", "ok" if ok else "error", f"triton {f.get('triton')}; probe compile for {f.get('probe_arch')}: {tp}",
+            "" if ok else "see Triton's message; pip install 'trt-kernels[triton]' installs a Triton 3.x")
     # TensorRT
     side = f.get("tensorrt_side") or {}
     trt_v = f.get("tensorrt_module") or d.get("tensorrt") or d.get("tensorrt-cu13") or d.get("tensorrt-cu12")

@@ -1,4 +1,5 @@
-"""``trt-kernels selftest``: the seed's seven cases end to end, on every tier this machine has.
+"""``trt-kernels selftest``: the seed's seven cases, and one case per other kernel source (``ptx_op``,
+``triton_kernel_op``), end to end on every tier this machine has.
 
 Tiers (one column each):
 
@@ -183,13 +184,13 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
             import torch_tensorrt
         except Exception as e:  # noqa: BLE001 - installed (the parent checked) but broken: a failure
             return [Result(c.name, tier, "failed", f"tensorrt / torch_tensorrt do not import: {_fail_text(e)}")
-                    for c in sc.CASES]
+                    for c in sc.ALL_CASES]
         from .testing import is_emulated  # sees through Torch-TensorRT's proxy module
 
         if is_emulated():
             return [Result(c.name, tier, "skipped", "tensorrt here is trt_kernels' emulator, not TensorRT")
-                    for c in sc.CASES]
-    cases = sc.declare(namespace)
+                    for c in sc.ALL_CASES]
+    cases = sc.declare(namespace, sc.ALL_CASES)
     from .plugins import init, tensorrt_status
 
     init()
@@ -199,7 +200,7 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
     if tier == "tensorrt" and st.get("backend"):
         return [Result(c.name, tier, "skipped", f"tensorrt here is {st['backend']}") for c in cases]
     dev = torch.device("cuda")
-    out = []
+    out = _unavailable(sc.ALL_CASES, tier)
     for c in cases:
         def check(c=c):
             tensors, scalars = c.make_inputs(dev)
@@ -237,39 +238,46 @@ def run_child(tier: str, namespace: str, timeout: float = 1200) -> List[Result]:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return [Result(c.name, tier, "failed", f"the {tier} child process ran past {timeout:.0f} s") for c in sc.CASES]
+        return [Result(c.name, tier, "failed", f"the {tier} child process ran past {timeout:.0f} s")
+                for c in sc.ALL_CASES]
     for line in reversed(p.stdout.splitlines()):
         if line.startswith(_MARK):
             return [Result(**r) for r in json.loads(line[len(_MARK):])]
     tail = (p.stderr or p.stdout).strip()[-800:]
     return [Result(c.name, tier, "failed", f"the {tier} child process exited with {p.returncode}: {tail}",
-                   time.perf_counter() - t0) for c in sc.CASES]
+                   time.perf_counter() - t0) for c in sc.ALL_CASES]
+
+
+def _unavailable(cases, tier: str) -> List[Result]:
+    """A skipped row for each case whose kernel source cannot be declared here (Triton not installed)."""
+    return [Result(c.name, tier, "skipped", c.unavailable()) for c in cases if c.unavailable() is not None]
 
 
 # ---------------- all of it ----------------
 
 
 def selftest(cases=None, tiers: Sequence[str] = TIER_IDS, namespace: str = NAMESPACE) -> List[Result]:
-    """Run ``cases`` (default: the seed's seven) on ``tiers``; one Result per (case, tier).
-    Child-process tiers always run the seed's seven cases."""
+    """Run ``cases`` (default: the seed's seven and one per other kernel source) on ``tiers``; one Result per
+    (case, tier). Child-process tiers always run all of them."""
     from . import _seed_cases as sc
 
-    cases = list(sc.CASES if cases is None else cases)
+    cases = list(sc.ALL_CASES if cases is None else cases)
     reasons = skip_reasons()
     results: List[Result] = []
     runnable = [t for t in tiers if reasons[t] is None]
     in_process = [t for t in runnable if t in ("eager", "aot_replay", "jit_replay")]
-    if in_process:
-        sc.declare(namespace, cases)
+    declared = sc.declare(namespace, cases) if in_process else []
     for t in tiers:
         if reasons[t] is not None:
             results += [Result(c.name, t, "skipped", reasons[t]) for c in cases]
         elif t == "eager":
-            results += run_eager(cases, namespace)
+            results += _unavailable(cases, t) + run_eager(declared, namespace)
         elif t in ("aot_replay", "jit_replay"):
-            results += run_replay(cases, namespace, t)
+            results += _unavailable(cases, t) + run_replay(declared, namespace, t)
         else:
             results += run_child(t, namespace)
+    order = {c.name: i for i, c in enumerate(cases)}
+    results.sort(key=lambda r: (TIER_IDS.index(r.tier), order.get(r.case, len(order))))
     return results
 
 

@@ -1,5 +1,6 @@
 """The seed's seven cases (``shared/seeds/cuda_kernel_op_example.txt``) as data: kernel source,
-spec, inputs and a torch reference each, declarable under any namespace.
+spec, inputs and a torch reference each, declarable under any namespace; and one case for each
+of the two other kernel sources (:data:`SOURCE_CASES`: ``ptx_op``, ``triton_kernel_op``).
 
 ``trt-kernels selftest`` runs them on every tier this machine has; tests may reuse them.
 ``examples/cuda_kernel_op.py`` is the seed as a script (its declarations as the seed writes
@@ -107,15 +108,24 @@ class SeedCase:
 
     name: str  # "sigmoid", ... (the op is "<namespace>::<name>")
     title: str
-    spec: KernelSpec
+    spec: Optional[KernelSpec]  # None: ``declarer`` declares it through another entry point
     make_inputs: Callable[[torch.device], Tuple[Tuple[torch.Tensor, ...], Tuple[Any, ...]]]  # (tensors, scalars)
     reference: Callable[..., Any]  # (*tensors, *scalars) -> tensor or tuple
     atol: float = 1e-5
     rtol: float = 1e-5
     overrides: Dict[str, Any] = field(default_factory=dict)
+    # another entry point than cuda_kernel_op: declare(op_name); and why it cannot be declared here (or None)
+    declarer: Optional[Callable[[str], Any]] = None
+    unavailable: Callable[[], Optional[str]] = lambda: None
 
     def op_name(self, namespace: str = NAMESPACE) -> str:
         return f"{namespace}::{self.name}"
+
+    def declare(self, namespace: str = NAMESPACE) -> None:
+        if self.declarer is not None:
+            self.declarer(self.op_name(namespace))
+        else:
+            cuda_kernel_op(self.op_name(namespace), self.spec, supports_dynamic_shapes=True, **self.overrides)
 
 
 def _randn(*shape, device):
@@ -230,11 +240,53 @@ CASES: Tuple[SeedCase, ...] = (
 )
 
 
+# ----- one case per other kernel source -----
+
+CU_PTX_SIGMOID = CU_SIGMOID.replace("my_sigmoid", "ttk_ptx_sigmoid")
+PTX_ARCH = "sm_75"  # the oldest arch CUDA 13's NVRTC targets: the driver JIT-compiles the PTX for newer GPUs
+
+
+def _declare_ptx(op_name: str):
+    from .api import ptx_op
+    from .compile import compile_program
+
+    ptx = compile_program(CU_PTX_SIGMOID, ["ttk_ptx_sigmoid"], arch=PTX_ARCH, label="selftest ptx case").ptx
+    return ptx_op(op_name, ptx, "ttk_ptx_sigmoid", inputs=[InputDecl("x")], outputs=[OutputDecl("y", shape=SameAs("x"))],
+                  extras=[Numel("x")], geometry=Elementwise(block=(128,)), supports_dynamic_shapes=True)
+
+
+def _declare_triton(op_name: str):
+    from . import _seed_triton
+
+    return _seed_triton.declare(op_name)
+
+
+def _triton_missing() -> Optional[str]:
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return "triton is not installed (triton_kernel_op needs pip install 'trt-kernels[triton]')"
+    return None
+
+
+SOURCE_CASES: Tuple[SeedCase, ...] = (
+    SeedCase(
+        "ptx_sigmoid", "ptx_op: PTX text, JIT-loaded by the driver",
+        None, lambda d: ((_randn(3, 100, device=d),), ()), torch.sigmoid, atol=1e-6, rtol=1e-5, declarer=_declare_ptx),
+    SeedCase(
+        "triton_scale", "triton_kernel_op: a @triton.jit kernel",
+        None, lambda d: ((_randn(5, 77, device=d),), (float(torch.empty(()).uniform_(0.5, 3.0).item()),)),
+        lambda x, alpha: alpha * x, atol=0.0, rtol=0.0, declarer=_declare_triton, unavailable=_triton_missing),
+)
+ALL_CASES: Tuple[SeedCase, ...] = CASES + SOURCE_CASES
+
+
 def declare(namespace: str = NAMESPACE, cases: Optional[Sequence[SeedCase]] = None) -> List[SeedCase]:
-    """Declare each case as ``<namespace>::<name>`` (re-declaring replaces); returns the cases."""
-    cases = list(CASES if cases is None else cases)
+    """Declare each case that can be declared here as ``<namespace>::<name>`` (re-declaring replaces);
+    returns those cases (default: the seed's seven)."""
+    cases = [c for c in (CASES if cases is None else cases) if c.unavailable() is None]
     for c in cases:
-        cuda_kernel_op(c.op_name(namespace), c.spec, supports_dynamic_shapes=True, **c.overrides)
+        c.declare(namespace)
     return cases
 
 

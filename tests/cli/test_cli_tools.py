@@ -333,13 +333,15 @@ def test_selftest_on_cpu_skips_every_row_with_a_reason(capsys):
     assert main(["selftest", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == "trt-kernels.selftest/1" and data["exit_status"] == 0
-    assert data["cases"] == ["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos"]
+    # the seed's seven, then one case per other kernel source (ptx_op, triton_kernel_op)
+    assert data["cases"] == ["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos", "ptx_sigmoid",
+                             "triton_scale"]
     assert data["tiers"] == ["eager", "aot_replay", "jit_replay", "torch_tensorrt_emulated", "tensorrt"]
-    assert len(data["results"]) == 35 and data["skipped"] == 35 and data["passed"] == data["failed"] == 0
+    assert len(data["results"]) == 45 and data["skipped"] == 45 and data["passed"] == data["failed"] == 0
     assert all(r["status"] == "skipped" and "needs a CUDA GPU" in r["reason"] for r in data["results"])
     assert main(["selftest"]) == 0
     out = capsys.readouterr().out
-    assert "skipped [1]" in out and "[1] needs a CUDA GPU" in out and "0 passed, 0 failed, 35 skipped" in out
+    assert "skipped [1]" in out and "[1] needs a CUDA GPU" in out and "0 passed, 0 failed, 45 skipped" in out
     assert "passed " not in out.split("selftest:")[0]
 
 
@@ -355,10 +357,30 @@ def test_selftest_failure_gives_a_non_zero_exit():
 def test_selftest_child_process_failure_is_a_failed_row():
     """The emulated tier's child cannot emulate without a GPU: its crash must come back as failed rows."""
     rows = selftest.run_child("torch_tensorrt_emulated", "ttk_selftest_cpu")
-    assert len(rows) == 7 and all(r.status == "failed" and "cannot emulate TensorRT here" in r.reason for r in rows)
+    assert len(rows) == 9 and all(r.status == "failed" and "cannot emulate TensorRT here" in r.reason for r in rows)
     assert selftest.exit_status(rows) == 1
     # the parent runs the TensorRT child only where tensorrt is installed: there, one that does not
     # import is a broken install, a failure (run directly here, where it is absent)
     assert selftest.skip_reasons()["tensorrt"] is not None
     rows = selftest.run_child("tensorrt", "ttk_selftest_cpu")
-    assert len(rows) == 7 and all(r.status == "failed" and "do not import" in r.reason for r in rows)
+    assert len(rows) == 9 and all(r.status == "failed" and "do not import" in r.reason for r in rows)
+
+
+def test_selftest_source_cases_declare_and_trace_without_a_gpu():
+    """The selftest's ptx_op and triton_kernel_op cases declare here (NVRTC and Triton compile without a
+    GPU), each through its own entry point, and their fake impls agree with the references on meta tensors."""
+    import importlib.util
+
+    from trt_kernels import _seed_cases, registry
+
+    ns = "ttk_selftest_sources_cpu"
+    declared = {c.name: c for c in _seed_cases.declare(ns, _seed_cases.SOURCE_CASES)}
+    want = {"ptx_sigmoid": "ptx_op"}
+    if importlib.util.find_spec("triton") is not None:
+        want["triton_scale"] = "triton_kernel_op"
+    assert set(declared) == set(want)
+    for name, c in declared.items():
+        assert registry.get(c.op_name(ns)).source.entry_point == want[name]
+        tensors, scalars = c.make_inputs(torch.device("meta"))
+        out, ref = _seed_cases.op(c, ns)(*tensors, *scalars), c.reference(*tensors, *scalars)
+        assert out.shape == ref.shape and out.dtype == ref.dtype and out.device.type == "meta"
