@@ -12,7 +12,7 @@ version Torch-TensorRT 2.11 requires, or 11.x, the line of Torch-TensorRT 2.13/2
 values are that line's.
 
 Strict, not permissive: every class, method and enum member here exists in the emulated version's
-bindings (``tests/test_trt_emulator_names.py`` checks them against the identifiers in that wheel's
+bindings (``tests/trt/emulator/test_trt_emulator_names.py`` checks them against the identifiers in that wheel's
 ``tensorrt.so``); every other name is an ``AttributeError`` naming it, and saying whether the
 emulated TensorRT lacks it (``IAlgorithmSelector`` under 11.x: "does not exist in TensorRT 11.0.0.114
 (removed in 11.0)") or the emulator does ("is not implemented by the TensorRT emulator"); a layer

@@ -7,7 +7,7 @@ The emulator's names, enum values and behaviour follow the line of the version i
 (``PROFILE``); a version outside the lines it models is refused at bootstrap.
 
 A name one line has and the other lacks (``ONLY_10_15``, ``ONLY_11``, read from NVIDIA's bindings
-sources and checked against each wheel's ``tensorrt.so`` by ``tests/test_trt_emulator_names.py``)
+sources and checked against each wheel's ``tensorrt.so`` by ``tests/trt/emulator/test_trt_emulator_names.py``)
 is refused under the other line as TensorRT refuses it, naming the version: see :func:`missing`."""
 
 import sys
