@@ -15,7 +15,6 @@ from . import registry, torch_op
 from .cuda_source import CudaSource
 from .errors import SpecError
 from .op import KernelOp
-from .ptx_source import PtxSource
 from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
 from .validate import parse_op_name, validate_signature
 
@@ -113,6 +112,8 @@ def ptx_op(
     parse_op_name(op_name)
     _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
                      capability_validator=capability_validator)
+    from .ptx_source import PtxSource
+
     ptx = PtxSource.check(op_name, ptx)
     if inputs is None and meta_fn is not None:
         inputs = _inputs_from_signature(op_name, meta_fn)

@@ -41,7 +41,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from . import toolchain
 from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError
-from .ptxcheck import ptx_isa
+from .kernel_source import ptx_isa
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
 _LOG = logging.getLogger("trt_kernels")

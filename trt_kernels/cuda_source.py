@@ -17,8 +17,7 @@ import torch
 from . import abi as _abi
 from . import dtypes as _dt
 from .compile import CompiledProgram, cache_entry_path, cached_program, compile_program, normalize_arch, program_key
-from .kernel_source import Binary, KernelImage, Version
-from .ptxcheck import ptx_loadable_note
+from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .signature import Signature
 from .spec import KernelSpec
 from .validate import _check_encodable, _fail, _sequence, kernel_dtypes
@@ -42,7 +41,7 @@ _CONTROLLED_OPTIONS = {
 _STDS = ("c++03", "c++11", "c++14", "c++17", "c++20")
 
 
-class CudaSource:
+class CudaSource(KernelSource):
     """A ``__global__`` function in CUDA C++ source, compiled by NVRTC (``cuda_kernel_op``)."""
 
     entry_point = "cuda_kernel_op"
@@ -116,6 +115,8 @@ class CudaSource:
                                "ptx_bytes": len(prog.ptx), "kernels": len(prog.lowered)})
 
     def ptx_note(self, binary: Binary, driver: Optional[Version]) -> Optional[str]:
+        from .ptxcheck import ptx_loadable_note
+
         nv = tuple(int(x) for x in str(binary.details["nvrtc"]).split("."))
         return ptx_loadable_note(nv, driver)
 

@@ -12,16 +12,22 @@ the command line read a ``Binary`` and never ask which source made it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, Optional, Protocol, Tuple
+import re
+from types import MappingProxyType
+from typing import Dict, Mapping, NamedTuple, Optional, Tuple
 
 import torch
 
-from .ptxcheck import Version, ptx_isa
+Version = Tuple[int, int]
 
 
-@dataclass(frozen=True)
-class KernelImage:
+def ptx_isa(ptx: bytes) -> Optional[Version]:
+    """The PTX ISA version of ``.version`` in ``ptx`` (e.g. (9, 0) for CUDA 13.0), or None."""
+    m = re.search(rb"^\.version\s+(\d+)\.(\d+)", ptx, re.M)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+class KernelImage(NamedTuple):
     """One launchable kernel: the code for one dtype (and, for sources with per-tactic code, one tactic)."""
 
     symbol: str  # the entry's name in the PTX / CUBIN
@@ -44,8 +50,7 @@ class KernelImage:
         return ptx_isa(self.ptx)
 
 
-@dataclass(frozen=True)
-class Binary:
+class Binary(NamedTuple):
     """What a source built for one arch (``arch`` None: code any device loads, e.g. PTX text)."""
 
     arch: Optional[str]
@@ -54,7 +59,7 @@ class Binary:
     from_cache: bool = False  # every part was read from the disk cache
     entries: Tuple[str, ...] = ()  # the disk cache entries holding it
     log: str = ""  # the compiler's messages
-    details: Dict[str, object] = field(default_factory=dict)  # source-specific facts for reports (JSON-able)
+    details: Mapping[str, object] = MappingProxyType({})  # source-specific facts for reports (JSON-able)
 
     def kernel(self, dtype: torch.dtype, tactic: int = 1) -> KernelImage:
         k = self.kernels.get((dtype, 0))
@@ -74,8 +79,11 @@ class Binary:
         return "AOT unavailable: " + "; ".join(dict.fromkeys(reasons)) + "; the JIT impl runs the kernel instead"
 
 
-class KernelSource(Protocol):
-    """Where an op's kernel code comes from. Implementations: ``CudaSource``, ``PtxSource``, ``TritonSource``."""
+class KernelSource:
+    """Where an op's kernel code comes from: the base of ``CudaSource``, ``PtxSource`` and ``TritonSource``.
+
+    (A plain base class, not a ``typing.Protocol``: creating a Protocol class costs a millisecond
+    of every ``import trt_kernels``, and the three sources are ours.)"""
 
     #: the entry point that declares ops of this source (``cuda_kernel_op``, ``ptx_op``, ``triton_kernel_op``)
     entry_point: str
@@ -88,20 +96,26 @@ class KernelSource(Protocol):
 
     def key(self) -> str:
         """A hex digest of everything the source compiles (its code, options and toolchain version)."""
+        raise NotImplementedError
 
     def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
         """Compile (or read from the disk cache) for ``arch``; with ``check_abi``, raise
         :class:`~trt_kernels.errors.KernelABIError` where the code's parameters differ from the signature."""
+        raise NotImplementedError
 
     def cached_build(self) -> Optional[Binary]:
         """A build for any arch from the disk cache (ABI-checked), without compiling, loading a compiler or
         asking a GPU anything; None if there is none."""
+        raise NotImplementedError
 
     def name_expression(self, dtype: torch.dtype) -> str:
         """How the kernel is named at ``dtype`` (``k<__half>``, a PTX symbol, a Triton function's name)."""
+        raise NotImplementedError
 
     def ptx_note(self, binary: Binary, driver: Optional[Version]) -> Optional[str]:
         """Why the CUDA ``driver`` cannot JIT-load the binary's AOT PTX, with the fix; None if it can."""
+        raise NotImplementedError
 
     def describe(self) -> str:
         """One line for reports: the source kind, the kernel and its options."""
+        raise NotImplementedError

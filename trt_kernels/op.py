@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -41,8 +41,7 @@ class Aot(enum.Enum):
     JIT = "JIT"  # TensorRT calls the plugin's Python impl at run time
 
 
-@dataclass(frozen=True)
-class AotDecision:
+class AotDecision(NamedTuple):
     mode: Aot
     why: str
 
@@ -51,13 +50,18 @@ class AotDecision:
         return self.mode is Aot.AOT
 
 
-@dataclass
 class TensorRTSide:
     """What the TensorRT side made of the op (filled in by ``trt_kernels.plugins``)."""
 
-    plugin: str = ""  # e.g. "AOT (PTX embedded in the engine) + JIT fallback", "not registered: ..."
-    converter: str = ""
-    aot: Optional[bool] = None  # whether the registered plugin has an AOT impl (None: no plugin registered)
+    __slots__ = ("plugin", "converter", "aot")
+
+    def __init__(self, plugin: str = "", converter: str = "", aot: Optional[bool] = None):
+        self.plugin = plugin  # e.g. "AOT (PTX embedded in the engine) + JIT fallback", "not registered: ..."
+        self.converter = converter
+        self.aot = aot  # whether the registered plugin has an AOT impl (None: no plugin registered)
+
+    def __repr__(self) -> str:
+        return f"TensorRTSide(plugin={self.plugin!r}, converter={self.converter!r}, aot={self.aot!r})"
 
 
 @dataclass(eq=False)

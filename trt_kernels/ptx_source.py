@@ -14,11 +14,11 @@ import torch
 
 from . import abi as _abi
 from .errors import SpecError
-from .kernel_source import Binary, KernelImage, Version
+from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .signature import Signature
 
 
-class PtxSource:
+class PtxSource(KernelSource):
     """PTX text and the symbol of its kernel's ``.entry``."""
 
     entry_point = "ptx_op"

@@ -11,18 +11,11 @@ engine; this module detects the mismatch and says what to do.
 
 from __future__ import annotations
 
-import re
 from typing import Optional, Tuple
 
 from .errors import PtxVersionError
 
 Version = Tuple[int, int]
-
-
-def ptx_isa(ptx: bytes) -> Optional[Version]:
-    """The PTX ISA version of ``.version`` in ``ptx`` (e.g. (9, 0) for CUDA 13.0), or None."""
-    m = re.search(rb"^\.version\s+(\d+)\.(\d+)", ptx, re.M)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def ptx_loadable_note(nvrtc: Version, driver: Optional[Version]) -> Optional[str]:

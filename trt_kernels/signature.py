@@ -5,14 +5,15 @@ extras, geometry, dtypes) and resolves it into a ``Signature``: input positions,
 indices instead of names, output dtype rules, size expressions with their leaves resolved
 to tensor indices, one launch geometry per tactic, and the kernel's parameter list (the
 ABI). The plan, the ABI check, the fake impl, the fast path, the TensorRT plugin and the
-CLI read it and never look names up again. Where the kernel's *code* comes from (CUDA C++,
+CLI read it and never look names up again. (These records are ``NamedTuple``s, not frozen
+dataclasses: a frozen dataclass costs about half a millisecond of every ``import trt_kernels`` to
+generate its methods, a ``NamedTuple`` a fifth of that.) Where the kernel's *code* comes from (CUDA C++,
 PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -21,8 +22,7 @@ from .expr import Const, Expr
 from .spec import InputDecl, ScalarInput
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
 
     kind: str
@@ -36,8 +36,7 @@ SCALAR_TYPES = {float: ("float", 4, "f", "float", "float"), int: ("int", 4, "i",
                 bool: ("bool", 1, "?", "bool", "bool")}
 
 
-@dataclass(frozen=True)
-class OutputSig:
+class OutputSig(NamedTuple):
     """One output, resolved. ``kind``: ``like`` (the shape of tensor input ``tensor``), ``reduce``
     (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``) or ``exprs`` (``exprs``,
     size expressions over the inputs). dtype: ``dtype`` if fixed, else that of tensor input ``dtype_src``."""
@@ -52,8 +51,7 @@ class OutputSig:
     dtype_src: Optional[int] = None
 
 
-@dataclass(frozen=True)
-class LaunchSig:
+class LaunchSig(NamedTuple):
     """The launch geometry of one tactic. ``kind``: ``flat`` / ``nd`` (one thread per element of
     output 0), ``reduce`` (one block per element of output 0) or ``custom`` (``grid`` and
     ``shared_mem`` as resolved size expressions)."""
@@ -65,8 +63,7 @@ class LaunchSig:
     reduce_dims: Tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Signature:
+class Signature(NamedTuple):
     """A validated declaration: what the kernel takes and how it is launched, by position.
 
     Size expressions (``extras``, ``OutputSig.exprs``, ``LaunchSig.grid``/``shared_mem``) have their

@@ -32,7 +32,7 @@ import torch
 
 from .cache_store import MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError, SpecError
-from .ptxcheck import ptx_isa
+from .kernel_source import ptx_isa
 
 _LOG = logging.getLogger("trt_kernels")
 _MAGIC = TRITON_MAGIC

@@ -28,7 +28,7 @@ from . import abi as _abi
 from . import triton_compile as _tc
 from .errors import KernelABIError, SpecError
 from .expr import Expr
-from .kernel_source import Binary, KernelImage, Version
+from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .limits import STATIC_SHARED_MEM
 from .signature import Signature
 from .spec import Custom, InputDecl, OutputDecl, ScalarInput
@@ -48,7 +48,7 @@ class TritonConfig:
     num_stages: int = 3
 
 
-class TritonSource:
+class TritonSource(KernelSource):
     """A ``@triton.jit`` function with its configs (one per tactic), compiled by Triton per dtype and tactic."""
 
     entry_point = "triton_kernel_op"
