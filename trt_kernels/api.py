@@ -164,7 +164,6 @@ def triton_kernel_op(
     tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
     ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
-    from .compile import default_arch
     from .triton_source import declare
 
     parse_op_name(op_name)
@@ -177,12 +176,8 @@ def triton_kernel_op(
     kop = KernelOp(sig=sig, source=source, backward=backward, setup_context=setup_context,
                    supports_dynamic_shapes=supports_dynamic_shapes,
                    options=_options(requires_output_allocator, priority, capability_validator))
-    # no GPU and no arch given: compile for CHECK_ARCH anyway, so mistakes surface at declaration
-    arch = None if registry.compile_deferred() else arch_override or default_arch() or registry.CHECK_ARCH
-    if arch is not None:
-        kop.binary(arch)  # compile errors and ABI mismatches surface at registration
-    else:
-        _LOG.debug("%s: no GPU arch known; compiling at first launch", op_name)
+    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
+    _LOG.debug("%s: %s", op_name, done)
     return _register(kop, schema)
 
 

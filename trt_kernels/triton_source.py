@@ -105,10 +105,8 @@ class TritonSource(KernelSource):
             raise KernelABIError(f"{self.op_name}: Triton's configs disagree on the number of hidden parameters "
                                  f"{sorted(hidden)}. Fix: give every tactic the same Triton options (the hidden "
                                  "parameters depend on the Triton version and backend, not on constexprs)")
-        isas = sorted({i for i in (k.ptx_isa for k in kernels.values()) if i})
         return Binary(arch=arch, kernels=kernels, toolchain=f"Triton {_tc.triton_version()}", from_cache=cached,
-                      entries=tuple(dict.fromkeys(entries)),
-                      details={"ptx_isa": [f"{a}.{b}" for a, b in isas], "configs": self.config_text()})
+                      entries=tuple(dict.fromkeys(entries)), details={"configs": self.config_text()})
 
     def _image(self, k: _tc.TritonKernel, dtype: torch.dtype, tactic: int, n_user: int, n_hidden: int) -> KernelImage:
         scratch = [(k.global_scratch_size, k.global_scratch_align), (k.profile_scratch_size, k.profile_scratch_align)]

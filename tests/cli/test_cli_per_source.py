@@ -450,3 +450,25 @@ def test_doctor_json_runs_and_reports_nvrtc(tmp_path):
         assert checks["Triton"]["status"] == "ok" and re.search(r"probe compile for sm_\d+a?: ok", checks["Triton"]["detail"])
     else:
         assert checks["Triton"]["status"] == "note" and "triton_kernel_op" in checks["Triton"]["detail"]
+
+
+# ---------------- the README's commands on the Triton example ----------------
+
+
+def test_triton_example_inspect_and_compile_as_the_readme_shows(tmp_path):
+    """``trt-kernels inspect examples/triton_kernel_op.py --arch sm_90`` and ``compile`` (README, Triton
+    kernels) on a machine without a GPU: both used to crash on Triton ops."""
+    pytest.importorskip("triton", reason="the Triton example needs triton (pip install 'trt-kernels[triton]')")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    example = root / "examples" / "triton_kernel_op.py"
+    env = _env(tmp_path / "cache")
+    procs = {"inspect": _start(_cli("inspect", str(example), "--arch", ARCH, "--json"), env)}
+    ins = _ok_json(_finish(procs)["inspect"], "inspect examples/triton_kernel_op.py")
+    assert ins["ok"] is True and [d["declared_by"] for d in ins["ops"]].count("triton_kernel_op") == 2
+    for d in ins["ops"]:
+        assert d["errors"] == [] and all(row["matches"] is True for row in d["abi"]), d["op"]
+    done = _ok_json(_finish({"c": _start(_cli("compile", str(example), "--arch", ARCH, "--json"), env)})["c"],
+                    "compile examples/triton_kernel_op.py")
+    assert done["failed"] == 0 and len(done["rows"]) == len(ins["ops"])
+    assert all(r["result"] == "read from the cache" for r in done["rows"]), done["rows"]  # inspect filled it
+    _assert_on_disk(_named_paths(done["rows"]), tmp_path / "cache", "compile's rows")
