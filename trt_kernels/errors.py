@@ -33,3 +33,7 @@ class PtxVersionError(RuntimeError):
 
 class UnregisteredOpError(RuntimeError):
     """The op was unregistered (or is being re-declared) and has no kernel right now."""
+
+
+class OnnxExportError(ValueError):
+    """A model calling trt_kernels ops cannot be exported to ONNX as it is (:mod:`trt_kernels.onnx_export`)."""
