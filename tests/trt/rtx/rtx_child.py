@@ -81,6 +81,15 @@ def run(engine, case, ns):
     return res
 
 
+class Chain(torch.nn.Module):
+    def __init__(self, ns):
+        super().__init__()
+        self.ops = getattr(torch.ops, ns)
+
+    def forward(self, x):
+        return self.ops.sin_cos(self.ops.sigmoid(self.ops.scale(x, 0.5)))
+
+
 def main(ns):
     logger = Logger()
     cases = sc.declare(ns, sc.ALL_CASES)
@@ -119,6 +128,13 @@ def main(ns):
             if deserialized is not None and torch.cuda.is_available():
                 r["run"] = run(deserialized, c, ns)
         out["cases"][c.name] = r
+    # a chained model: scale -> sigmoid -> sin_cos, each op a plugin layer fed by the one before
+    chain = Chain(ns).eval()
+    x = torch.randn(6, 128)
+    proto = export(chain, (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch", min=1, max=PROFILE_MAX)}})
+    parsed, errors, engine, outs = build(logger, proto.SerializeToString(), (x,))
+    out["chain"] = {"parsed": parsed, "errors": errors, "engine_bytes": len(engine) if engine else None,
+                    "outputs": outs, "nodes": [n.op_type for n in proto.graph.node]}
     # a model naming an op whose creator this process never registered: TensorRT's error, no crash
     t, s = unregistered.make_inputs(torch.device("cpu"))
     proto = export(sc.CaseModel(ns + "_late", unregistered.name, s, len(t)).eval(), tuple(t))

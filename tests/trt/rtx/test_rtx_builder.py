@@ -81,6 +81,12 @@ def test_builder_asked_what_the_plan_says(built, case):
     assert r["valid_tactics"] == [list(range(1, r["tactics"] + 1))]
 
 
+def test_a_chain_of_ops_is_one_engine(built):
+    c = built["chain"]
+    assert c["nodes"] == ["scale", "sigmoid", "sin_cos"] and c["parsed"] and not c["errors"], c
+    assert c["engine_bytes"] and c["outputs"] == [[-1, 128], [-1, 128]]
+
+
 def test_scalar_fields_round_trip(built):
     f = built["cases"]["scale"]["fields"]
     assert f["serialized"] == f["read_back"] == f["given"] and list(f["given"]) == ["alpha"]
@@ -131,3 +137,37 @@ def test_engines_run_on_the_gpu(built, case):
     assert r["deserialized"], r["deserialize_log"]
     for batch, res in r["run"].items():
         assert res["executed"] and res["max_abs_diff_eager"] == 0.0 and res["reference_mismatch"] is None, (batch, res)
+
+
+@pytest.mark.gpu
+def test_enqueue_launches_the_kernel_on_the_gpu():
+    """The plugin's enqueue as TensorRT calls it (tensor descriptors, device pointers, a stream), in this
+    process: the output is the eager op's, bit for bit. (Importing tensorrt_rtx parses nothing, so the
+    libtensorrt_rtx.so name does not matter here.)"""
+    import torch
+
+    import tensorrt_rtx as trt
+    from trt_kernels import _seed_cases as sc
+    from trt_kernels.plugins import v3one
+
+    ns = "ttk_rtx_enqueue"
+    case = sc.declare(ns, [sc.CASES[2]])[0]  # scale: a tensor and a float scalar
+    from trt_kernels import registry
+
+    kop = registry.get(case.op_name(ns))
+    (x,), (alpha,) = case.make_inputs(torch.device("cuda"))
+    _, creator_cls = v3one._classes(trt)
+    fields = trt.PluginFieldCollection([trt.PluginField("alpha", __import__("numpy").array([alpha], dtype="float32"),
+                                                        trt.PluginFieldType.FLOAT32)])
+    plugin = creator_cls(kop).create_plugin(kop.name, fields, trt.TensorRTPhase.RUNTIME)
+    plugin.set_tactic(1)
+    y = torch.full_like(x, float("nan"))
+    descs = []
+    for t in (x, y):
+        d = trt.PluginTensorDesc()
+        d.dims, d.type, d.format = trt.Dims(list(t.shape)), trt.DataType.FLOAT, trt.TensorFormat.LINEAR
+        descs.append(d)
+    stream = torch.cuda.current_stream()
+    plugin.enqueue([descs[0]], [descs[1]], [x.data_ptr()], [y.data_ptr()], 0, stream.cuda_stream)
+    stream.synchronize()
+    assert torch.equal(y, torch.ops.ttk_rtx_enqueue.scale(x, alpha))
