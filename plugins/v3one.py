@@ -30,6 +30,7 @@ here, but the classes are built against whichever ``tensorrt`` module is given.)
 import ctypes
 import os
 import threading
+import weakref
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -45,7 +46,8 @@ PLUGIN_VERSION = "2"
 _LOCK = threading.RLock()
 _CLASSES: Dict[int, tuple] = {}  # id(trt module) -> (plugin class, creator class)
 _REGISTERED: Dict[tuple, Any] = {}  # (id(trt module), op name) -> the creator registered (kept alive)
-_KEEP: List[Any] = []  # plugin objects handed to TensorRT: it does not own the Python object
+# the plugin objects handed to TensorRT, weakly (the bindings keep what TensorRT holds alive): for checks
+_KEEP: "weakref.WeakSet" = weakref.WeakSet()
 _FOLLOWING: set = set()  # id(trt module) whose registry gets the creators of ops declared later
 
 
@@ -177,7 +179,7 @@ def _make_classes(trt):
         def clone(self):
             c = KernelPlugin(self.op_name, self.scalars, self.num_outputs, self.tactic)
             c.calls = self.calls  # one log for a plugin and its clones
-            _KEEP.append(c)
+            _KEEP.add(c)
             return c
 
         # ----- IPluginV3OneBuild -----
@@ -294,7 +296,7 @@ def _make_classes(trt):
                 scalars[d.name] = d.py_type(v[0].item())
             n_out = len(kop.sig.outputs) or len(_meta_outputs(kop))
             p = KernelPlugin(self.op_name, scalars, n_out)
-            _KEEP.append(p)
+            _KEEP.add(p)
             return p
 
     return KernelPlugin, KernelPluginCreator
