@@ -137,12 +137,13 @@ def gather() -> Dict[str, Any]:
     if importlib.util.find_spec("triton") is not None:
         try:
             from . import _seed_triton
-            from .triton_compile import compile_triton, triton_version
+            from .triton_compile import compile_triton, fp_fusion_option, triton_version
 
             f["triton"] = triton_version()
             k = compile_triton(_seed_triton.ttk_selftest_scale, {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32",
                                                                  "y_ptr": "*fp32", "BLOCK": "constexpr"},
-                               {"BLOCK": 256}, arch=arch, options={"num_warps": 4}, label="trt-kernels doctor probe")
+                               {"BLOCK": 256}, arch=arch, options=fp_fusion_option({"num_warps": 4}),
+                               label="trt-kernels doctor probe")
             f["triton_probe"] = "ok (from the cache)" if k.from_cache else "ok"
         except Exception as e:  # noqa: BLE001
             f["triton_probe"] = _err(e)

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
@@ -229,6 +230,18 @@ def triton_hash(src, target, options: Mapping[str, Any]) -> Optional[str]:
     except Exception as e:  # noqa: BLE001 - internal API drift: compile without our cache
         _LOG.debug("trt_kernels: cannot compute Triton's cache key (%s)", e)
         return None
+
+
+def fp_fusion_option(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """``options`` with ``enable_fp_fusion`` made explicit: Triton 3.9 warns on every compile that leaves
+    it to ``TRITON_DEFAULT_FP_FUSION`` (whose default, fusion on, becomes off in 3.10). An explicit
+    option, or that environment variable, wins; otherwise fusion stays on, as every Triton 3.x up to
+    3.9 compiles (and as ``kernel[grid]`` launches of the same kernel do today)."""
+    out = dict(options)
+    if "enable_fp_fusion" not in out:
+        env = os.environ.get("TRITON_DEFAULT_FP_FUSION")
+        out["enable_fp_fusion"] = True if env is None else env.strip().lower() in ("1", "true", "on", "yes")
+    return out
 
 
 def cache_entry_path(key: str) -> Optional[Path]:

@@ -80,7 +80,7 @@ class TritonSource(KernelSource):
     def compile_one(self, dtype: torch.dtype, tactic: int, arch: str) -> _tc.TritonKernel:
         cfg = self.configs[tactic - 1]
         consts = {n: cfg.constexprs.get(n, self.constexpr_defaults.get(n)) for n in self.constexpr_names}
-        opts = dict(self.options, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        opts = _tc.fp_fusion_option(dict(self.options, num_warps=cfg.num_warps, num_stages=cfg.num_stages))
         label = f"{self.op_name} (dtype {str(dtype).replace('torch.', '')}, tactic {tactic})"
         return _tc.compile_triton(self.fn, self.signatures[dtype], consts, arch=arch, options=opts, label=label)
 

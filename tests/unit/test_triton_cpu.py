@@ -3,6 +3,7 @@ disk cache keyed by Triton's own hash, the ABI with Triton's hidden parameters, 
 and the TensorRT plugin through NVIDIA's tensorrt.plugin layer (stand-in)."""
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -294,3 +295,27 @@ def test_without_triton_the_cuda_path_works_and_the_error_names_the_extra():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "ERR triton_kernel_op needs Triton" in r.stdout and "pip install 'trt-kernels[triton]'" in r.stdout
+
+
+# ---------------- Triton's FP-fusion default ----------------
+
+
+def test_declaring_a_triton_op_raises_no_fp_fusion_warning(tmp_path):
+    """Triton 3.9 warns on every compile that leaves FP fusion to TRITON_DEFAULT_FP_FUSION; the package
+    sets it explicitly, so a declaration compiles without the warning (run with warnings as errors, with
+    fresh Triton and trt_kernels caches, so Triton really compiles)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
+    env.update(TRT_KERNELS_CACHE_DIR=str(tmp_path / "ttk"), TRITON_CACHE_DIR=str(tmp_path / "triton"),
+               PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))
+    code = "import triton_kernels as tk\ntk.declare_scale('fp_fusion_chk::s', arch='sm_90', tactics=False)\nprint('ok')\n"
+    r = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+def test_fp_fusion_option_respects_the_user_and_the_environment(monkeypatch):
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)
+    assert ts.fp_fusion_option({"num_warps": 4}) == {"num_warps": 4, "enable_fp_fusion": True}
+    assert ts.fp_fusion_option({"enable_fp_fusion": False})["enable_fp_fusion"] is False
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    assert ts.fp_fusion_option({})["enable_fp_fusion"] is False
