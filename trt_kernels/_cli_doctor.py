@@ -324,11 +324,21 @@ def format_checks(checks: List[Dict[str, str]]) -> str:
         lines.append("to fix:")
         for c in fixes:
             lines.append(f"  {c['check']}: {c['fix']}")
-    bad = [c["check"] for c in checks if c["status"] == "error"]
     lines.append("")
-    lines.append(f"doctor: {len(bad)} problem{'s' if len(bad) != 1 else ''} ({', '.join(bad)})" if bad
-                 else "doctor: nothing a user needs is missing")
+    lines.append("doctor: " + verdict(checks))
     return "\n".join(lines)
+
+
+def verdict(checks: List[Dict[str, str]]) -> str:
+    """One line that agrees with the table: the problems, or what this machine can do."""
+    bad = [c["check"] for c in checks if c["status"] == "error"]
+    if bad:
+        return f"{len(bad)} problem{'s' if len(bad) != 1 else ''} ({', '.join(bad)})"
+    gpu = next((c for c in checks if c["check"] == "GPU"), None)
+    if gpu is not None and gpu["status"] != "ok":
+        return ("compile-only machine: compiling, inspecting, fake impls and torch.export work here; eager "
+                "launches and the GPU tiers need a CUDA GPU")
+    return "nothing a user needs is missing"
 
 
 def run(as_json: bool) -> int:
@@ -336,7 +346,8 @@ def run(as_json: bool) -> int:
     checks = assess(facts)
     status = exit_status(checks)
     if as_json:
-        print(json.dumps({"schema": SCHEMA, "facts": facts, "checks": checks, "exit_status": status}, indent=2))
+        print(json.dumps({"schema": SCHEMA, "facts": facts, "checks": checks, "verdict": verdict(checks),
+                          "exit_status": status}, indent=2))
     else:
         print(format_checks(checks))
     return status

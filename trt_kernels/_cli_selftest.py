@@ -3,6 +3,12 @@
 
 Tiers (one column each):
 
+- ``compile`` (runs without a GPU): the kernel compiled for the GPU's arch (``sm_90`` without one, or
+  ``TRT_KERNELS_ARCH``) and its parameters checked against the declaration, the fake impl on meta
+  tensors against the reference's shapes and dtypes, and ``torch.export`` of a model calling the op;
+- ``qdp_build`` (runs without a GPU, with NVIDIA's ``tensorrt.plugin`` sources, the
+  ``tensorrt-cu13-bindings`` wheel): the op's TensorRT plugin built into a one-layer network by the
+  emulated builder through NVIDIA's layer, its output shapes and dtypes against the fake impl's;
 - ``eager``: the op on fresh random inputs vs a torch reference (needs CUDA);
 - ``aot_replay`` / ``jit_replay``: what the TensorRT plugin's ``aot_impl`` describes (or its
   ``impl``, through NVIDIA's ``enqueue``) launched as TensorRT launches it, bit for bit equal to
@@ -20,6 +26,7 @@ failure. Skipped is never shown as passed.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -32,6 +39,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 SCHEMA = "trt-kernels.selftest/1"
 TIERS: Tuple[Tuple[str, str], ...] = (
+    ("compile", "compile"),
+    ("qdp_build", "QDP build"),
     ("eager", "eager"),
     ("aot_replay", "AOT replay"),
     ("jit_replay", "JIT replay"),
@@ -64,17 +73,20 @@ def skip_reasons() -> Dict[str, Optional[str]]:
     """Per tier: None when it can be tried here, else why not."""
     import torch
 
+    from .testing._standin import unavailable_reason
+
     reasons: Dict[str, Optional[str]] = {t: None for t in TIER_IDS}
+    st = unavailable_reason()
+    if st is not None:
+        reasons["qdp_build"] = f"NVIDIA's tensorrt.plugin sources unavailable: {st}"
     if not torch.cuda.is_available():
-        for t in TIER_IDS:
+        for t in TIER_IDS[2:]:
             reasons[t] = "needs a CUDA GPU (torch.cuda.is_available() is False)"
         if importlib.util.find_spec("tensorrt") is None:
             reasons["tensorrt"] += "; tensorrt is not installed"
         return reasons
     from .testing import emulation_unavailable_reason
-    from .testing._standin import unavailable_reason
 
-    st = unavailable_reason()
     if st is not None:
         reasons["aot_replay"] = reasons["jit_replay"] = f"NVIDIA's tensorrt.plugin sources unavailable: {st}"
     em = emulation_unavailable_reason()
@@ -103,6 +115,86 @@ def _timed(fn, case: str, tier: str) -> Result:
         return Result(case, tier, "failed", _fail_text(e), time.perf_counter() - t0)
     dt = time.perf_counter() - t0
     return Result(case, tier, "failed" if problem else "passed", problem or "", dt)
+
+
+def _meta_inputs(case):
+    tensors, scalars = case.make_inputs(__import__("torch").device("meta"))
+    return tensors, scalars
+
+
+def run_compile(cases, namespace: str) -> List[Result]:
+    import torch
+
+    from . import _seed_cases as sc
+    from . import registry
+    from .op import CHECK_ARCH
+
+    out = []
+    for c in cases:
+        def check(c=c):
+            kop = registry.get(c.op_name(namespace))
+            kop.binary(kop.known_arch() or CHECK_ARCH)  # compiled for that arch, parameters checked
+            tensors, scalars = _meta_inputs(c)
+            got, ref = sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars)), sc.as_tuple(c.reference(*tensors, *scalars))
+            shapes = [(tuple(t.shape), t.dtype) for t in got]
+            if shapes != [(tuple(t.shape), t.dtype) for t in ref]:
+                return f"the fake impl gives {shapes}, the reference {[(tuple(t.shape), t.dtype) for t in ref]}"
+            model = sc.CaseModel(namespace, c.name, scalars, len(tensors)).eval()
+            ep = torch.export.export(model, tuple(tensors))
+            if not any(f"{namespace}.{c.name}" in str(n.target) for n in ep.graph.nodes):
+                return "torch.export traced a graph without the op"
+            return None
+
+        out.append(_timed(check, c.name, "compile"))
+    return out
+
+
+def run_qdp_build(cases, namespace: str) -> List[Result]:
+    names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
+    out: List[Result] = []
+    with _build_arch():
+        _qdp_builds(cases, namespace, names, out)
+    return out
+
+
+@contextlib.contextmanager
+def _build_arch():
+    """Without a GPU and TRT_KERNELS_ARCH, the AOT impl has no arch to embed PTX for: the QDP build tier
+    builds for CHECK_ARCH (sm_90) as the compile tier does, setting TRT_KERNELS_ARCH for its duration only."""
+    from .compile import default_arch
+    from .op import CHECK_ARCH
+
+    if default_arch() is not None:
+        yield
+        return
+    os.environ["TRT_KERNELS_ARCH"] = CHECK_ARCH
+    try:
+        yield
+    finally:
+        os.environ.pop("TRT_KERNELS_ARCH", None)
+
+
+def _qdp_builds(cases, namespace: str, names, out: List[Result]) -> None:
+    from . import _seed_cases as sc
+    from . import registry
+    from .plugins.qdp import register_plugin
+    from .plugins.shapes import torch_dtype
+    from .testing._standin import standin
+
+    for c in cases:
+        def check(c=c):
+            kop = registry.get(c.op_name(namespace))
+            tensors, scalars = _meta_inputs(c)
+            want = [(tuple(t.shape), t.dtype) for t in sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars))]
+            attrs = {d.name: v for d, v in zip(kop.sig.scalar_decls, scalars)}
+            inputs = [(names[str(t.dtype).replace("torch.", "")], tuple(t.shape)) for t in tensors]
+            with standin() as env:
+                register_plugin(kop, env.trt, env.trtp)
+                res = env.build(kop.op_name, inputs=inputs, attrs=attrs, aot=kop.aot.aot)
+                got = [(tuple(s), torch_dtype(env.trt, d)) for s, d in zip(res.output_shapes, res.output_dtypes)]
+            return None if got == want else f"the built layer's outputs are {got}, the fake impl's {want}"
+
+        out.append(_timed(check, c.name, "qdp_build"))
 
 
 def run_eager(cases, namespace: str) -> List[Result]:
@@ -265,11 +357,15 @@ def selftest(cases=None, tiers: Sequence[str] = TIER_IDS, namespace: str = NAMES
     reasons = skip_reasons()
     results: List[Result] = []
     runnable = [t for t in tiers if reasons[t] is None]
-    in_process = [t for t in runnable if t in ("eager", "aot_replay", "jit_replay")]
+    in_process = [t for t in runnable if t in ("compile", "qdp_build", "eager", "aot_replay", "jit_replay")]
     declared = sc.declare(namespace, cases) if in_process else []
     for t in tiers:
         if reasons[t] is not None:
             results += [Result(c.name, t, "skipped", reasons[t]) for c in cases]
+        elif t == "compile":
+            results += _unavailable(cases, t) + run_compile(declared, namespace)
+        elif t == "qdp_build":
+            results += _unavailable(cases, t) + run_qdp_build(declared, namespace)
         elif t == "eager":
             results += _unavailable(cases, t) + run_eager(declared, namespace)
         elif t in ("aot_replay", "jit_replay"):
@@ -282,7 +378,8 @@ def selftest(cases=None, tiers: Sequence[str] = TIER_IDS, namespace: str = NAMES
 
 
 def exit_status(results: Sequence[Result]) -> int:
-    return 1 if any(r.status == "failed" for r in results) else 0
+    """1 on any failure, and when nothing was checked at all (every row skipped)."""
+    return 1 if any(r.status == "failed" for r in results) or not any(r.status == "passed" for r in results) else 0
 
 
 def format_table(results: Sequence[Result]) -> str:
@@ -314,7 +411,8 @@ def format_table(results: Sequence[Result]) -> str:
     f = sum(r.status == "failed" for r in results)
     s = sum(r.status == "skipped" for r in results)
     lines.append("")
-    lines.append(f"selftest: {p} passed, {f} failed, {s} skipped")
+    lines.append(f"selftest: {p} passed, {f} failed, {s} skipped"
+                 + ("; nothing was checked here (every row skipped, for the reasons above)" if not p else ""))
     return "\n".join(lines)
 
 
