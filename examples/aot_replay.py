@@ -79,6 +79,12 @@ def cases(ex):
 
 
 def main() -> int:
+    if not torch.cuda.is_available():  # importing needs no GPU; running does
+        print("examples/aot_replay.py: not run: it launches its kernels on a CUDA GPU, and none is visible here "
+              "(torch.cuda.is_available() is False). Without a GPU, "
+              "`trt-kernels inspect examples/cuda_kernel_op.py` shows the seed ops' plans that it replays.",
+              file=sys.stderr)
+        return 1
     ex = load_seed_example()
     declare_extra_ops(ex)
     rows = []

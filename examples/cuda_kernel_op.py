@@ -168,18 +168,29 @@ extern "C" __global__ void repeat2_kernel(
 }
 """
 
-_repeat2_device = _Device()
-_repeat2_device.set_current()
-_repeat2_opts = _ProgramOptions(
-    std="c++17",
-    arch=f"sm_{_repeat2_device.arch}",
-    include_path=["/usr/local/cuda/include"],
-)
-_repeat2_kernel = (
-    _Program(CU_REPEAT2, code_type="c++", options=_repeat2_opts)
-    .compile("ptx", name_expressions=("repeat2_kernel",))
-    .get_kernel("repeat2_kernel")
-)
+# The seed compiles repeat2 here, at import (cuda.core.Device() needs the NVIDIA driver); this
+# script does it on the first eager call instead, so that importing it needs no GPU:
+# `trt-kernels status|inspect|compile examples/cuda_kernel_op.py` run on a CPU machine.
+_repeat2_device = _repeat2_kernel = None
+
+
+def _repeat2_compile():
+    global _repeat2_device, _repeat2_kernel
+    if _repeat2_kernel is None:
+        device = _Device()
+        device.set_current()
+        _repeat2_opts = _ProgramOptions(
+            std="c++17",
+            arch=f"sm_{device.arch}",
+            include_path=["/usr/local/cuda/include"],
+        )
+        _repeat2_kernel = (
+            _Program(CU_REPEAT2, code_type="c++", options=_repeat2_opts)
+            .compile("ptx", name_expressions=("repeat2_kernel",))
+            .get_kernel("repeat2_kernel")
+        )
+        _repeat2_device = device
+    return _repeat2_device, _repeat2_kernel
 
 
 class _PTStream:
@@ -197,10 +208,11 @@ def _repeat2_eager(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty((n * 2,), device=x.device, dtype=x.dtype)
     block = 256
     grid = max(1, (n + block - 1) // block)
+    device, kernel = _repeat2_compile()  # the seed's module-level compile, on first use
     _cuda_launch(
-        _repeat2_device.create_stream(_PTStream()),
+        device.create_stream(_PTStream()),
         _LaunchConfig(grid=(grid,), block=(block,)),
-        _repeat2_kernel,
+        kernel,
         flat.data_ptr(),
         n,
         y.data_ptr(),
@@ -357,6 +369,12 @@ def _tensorrt_half() -> None:
 
 
 def main() -> int:
+    if not torch.cuda.is_available():  # importing needs no GPU; running does
+        print("examples/cuda_kernel_op.py: not run: it launches its kernels on a CUDA GPU, and none is visible here "
+              "(torch.cuda.is_available() is False). Without a GPU, "
+              "`trt-kernels status|inspect|compile examples/cuda_kernel_op.py` declare its ops and compile them.",
+              file=sys.stderr)
+        return 1
     _tensorrt_half()
     results = []
     x = torch.randn(4, 128, device="cuda", dtype=torch.float32)

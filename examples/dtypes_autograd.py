@@ -5,6 +5,8 @@ Run: ``python examples/dtypes_autograd.py`` (CUDA GPU). Prints the error of each
 against torch and the result of ``torch.autograd.gradcheck`` in float64.
 """
 
+import sys
+
 import torch
 
 import trt_kernels as ttk
@@ -86,6 +88,12 @@ ttk.cuda_kernel_op("kern_dt::row_sum", ttk.KernelSpec(
 
 
 def main() -> int:
+    if not torch.cuda.is_available():  # importing needs no GPU; running does
+        print("examples/dtypes_autograd.py: not run: it launches its kernels on a CUDA GPU, and none is visible here "
+              "(torch.cuda.is_available() is False). Without a GPU, "
+              "`trt-kernels status|inspect|compile examples/dtypes_autograd.py` declare its ops and compile them.",
+              file=sys.stderr)
+        return 1
     ok = True
     print(f"{'op':10s} {'dtype':9s} {'max abs err':>12s}")
     for dt in DTYPES:

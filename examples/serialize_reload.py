@@ -80,6 +80,12 @@ RELOAD = textwrap.dedent("""
 
 
 def main() -> int:
+    if not torch.cuda.is_available():  # importing needs no GPU; running does
+        print("examples/serialize_reload.py: not run: it launches its kernels on a CUDA GPU, and none is visible here "
+              "(torch.cuda.is_available() is False). Without a GPU, "
+              "`trt-kernels status|inspect|compile examples/cuda_kernel_op.py` show and compile ops like its two.",
+              file=sys.stderr)
+        return 1
     declare()
     x = torch.randn(16, 257, device="cuda")
     ref = reference(x)

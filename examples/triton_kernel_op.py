@@ -140,6 +140,12 @@ def tensorrt_half() -> bool:
 
 
 def main() -> int:
+    if not torch.cuda.is_available():  # importing needs no GPU; running does
+        print("examples/triton_kernel_op.py: not run: it launches its kernels on a CUDA GPU, and none is visible here "
+              "(torch.cuda.is_available() is False). Without a GPU, "
+              "`trt-kernels status|inspect|compile examples/triton_kernel_op.py` declare its ops and compile them.",
+              file=sys.stderr)
+        return 1
     ok = eager_half()
     ok &= tensorrt_half()
     from trt_kernels.status import format_status

@@ -146,6 +146,20 @@ def make_fake_impl(kop: KernelOp):
     return fake
 
 
+def _meta_args(args) -> str:
+    """The call's tensor arguments as meta tensors, written out: ``(torch.empty(4, 128, device='meta'),)``."""
+    def one(a):
+        dims = ", ".join(str(int(n)) for n in a.shape) if a.dim() else "()"
+        dtype = "" if a.dtype == torch.float32 else f", dtype={a.dtype}"
+        return f"torch.empty({dims}, device='meta'{dtype})"
+
+    try:
+        items = [one(a) for a in args if isinstance(a, torch.Tensor)] or ["torch.empty(4, 128, device='meta')"]
+    except Exception:  # noqa: BLE001 - an odd argument only costs the example its shapes
+        items = ["torch.empty(4, 128, device='meta')"]
+    return f"({', '.join(items)},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
 def make_cpu_impl(kop: KernelOp):
     op = kop.op_name
 
@@ -153,10 +167,14 @@ def make_cpu_impl(kop: KernelOp):
         args = kop.with_defaults(args)
         tensors = [f"{d.name} on {args[i].device}" for i, d in enumerate(kop.sig.inputs)
                    if isinstance(args[i], torch.Tensor)]
-        where = "no CUDA device is visible here (torch.cuda.is_available() is False)" if not torch.cuda.is_available() \
-            else "move the inputs to the GPU (x.cuda())"
-        err = NoCudaDeviceError if not torch.cuda.is_available() else InputError
-        raise err(f"{op} runs on CUDA devices only; got {', '.join(tensors)}. {where[0].upper() + where[1:]}")
+        if torch.cuda.is_available():
+            raise InputError(f"{op} runs on CUDA devices only; got {', '.join(tensors)}. "
+                             "Move the inputs to the GPU (x.cuda())")
+        # torch.export / torch.compile trace through the fake impl, which needs no GPU: say so
+        raise NoCudaDeviceError(
+            f"{op} runs on CUDA devices only; got {', '.join(tensors)}. No CUDA device is visible here "
+            "(torch.cuda.is_available() is False). To trace or export without a GPU, pass meta tensors as the example "
+            f"inputs, e.g. torch.export.export(model, {_meta_args(args)})")
 
     return cpu
 

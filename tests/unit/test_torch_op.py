@@ -91,6 +91,24 @@ def test_eager_call_without_gpu_is_clear(ops):
         ops["sig"](torch.randn(3))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+def test_eager_call_without_gpu_names_the_meta_tensor_route(ops):
+    """The error says how to trace or export without a GPU, with the call's own shapes, and that call works."""
+    x = torch.randn(4, 16)
+    with pytest.raises(ttk.NoCudaDeviceError) as ei:
+        ops["scale"](x, 0.5)
+    msg = str(ei.value)
+    assert "To trace or export without a GPU, pass meta tensors as the example inputs, e.g. " \
+           "torch.export.export(model, (torch.empty(4, 16, device='meta'),))" in msg, msg
+    with pytest.raises(ttk.NoCudaDeviceError, match=r"torch\.empty\(\(\), device='meta', dtype=torch\.float16\),\)\)"):
+        ops["sig"](torch.randn((), dtype=torch.float16))
+    # what it suggests runs: export Model with those meta tensors
+    suggested = msg[msg.index("torch.export.export(model, ") + len("torch.export.export(model, "):-1]
+    ep = torch.export.export(Model(ops), eval(suggested))  # noqa: S307 - the message's own code
+    out = [n for n in ep.graph.nodes if n.op == "output"][0].args[0][0]
+    assert tuple(out.meta["val"].shape) == (4,) and out.meta["val"].device.type == "meta"
+
+
 def test_reregistering_replaces_and_conflicts_are_refused():
     name = unique()
     ttk.cuda_kernel_op(name, sigmoid_spec())

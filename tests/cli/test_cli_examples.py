@@ -1,0 +1,100 @@
+"""The examples on a machine without a GPU: importing them needs none, so ``trt-kernels status``,
+``inspect`` and ``compile`` work on them (the README says so); running one without a GPU ends with a
+message saying why, not a traceback.
+
+``examples/cuda_kernel_op.py`` once compiled case 6's kernel at import, as the seed does
+(``cuda.core.Device()``), and every command on it failed with ``DynamicLibNotFoundError: "cuda" is an
+NVIDIA driver library``. Every command runs in a subprocess with its own disk cache
+(``TRT_KERNELS_CACHE_DIR`` in tmp_path).
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from support import ROOT
+
+SEED_OPS = ["kern_ex::sigmoid", "kern_ex::add", "kern_ex::scale", "kern_ex::relu_2d", "kern_ex::row_sum",
+            "kern_ex::repeat2", "kern_ex::sin_cos"]
+EXAMPLES = ["cuda_kernel_op", "triton_kernel_op", "dtypes_autograd", "aot_replay", "serialize_reload"]
+
+
+def _env(cache):
+    env = dict(os.environ)
+    env.pop("TRT_KERNELS_ARCH", None)
+    env.pop("TRT_KERNELS_CACHE", None)
+    env["TRT_KERNELS_CACHE_DIR"] = str(cache)
+    return env
+
+
+def _tail(text, n=25):
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _needs(name):
+    if name == "triton_kernel_op" and importlib.util.find_spec("triton") is None:
+        pytest.skip("the Triton example needs triton (pip install 'trt-kernels[triton]')")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every command of this file, started together (they are independent; one cache each)."""
+    cmds = {"inspect": ["-m", "trt_kernels", "inspect", "examples/cuda_kernel_op.py", "--arch", "sm_90", "--json"],
+            "status": ["-m", "trt_kernels", "status", "examples/cuda_kernel_op.py"]}
+    code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='imported'); print('imported')"
+    for name in EXAMPLES:
+        if name == "triton_kernel_op" and importlib.util.find_spec("triton") is None:
+            continue
+        if torch.cuda.is_available():
+            cmds[f"import {name}"] = ["-c", code, f"examples/{name}.py"]
+        else:  # run as a script: it imports the example, then main() says why it stops
+            cmds[f"run {name}"] = [f"examples/{name}.py"]
+    procs = {k: subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=_env(tmp_path_factory.mktemp("cache")), cwd=ROOT) for k, args in cmds.items()}
+    out = {}
+    for k, p in procs.items():
+        stdout, stderr = p.communicate(timeout=300)
+        out[k] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    return out
+
+
+def test_seed_example_status_and_inspect_need_no_gpu(runs):
+    """``trt-kernels inspect examples/cuda_kernel_op.py --arch sm_90 --json`` and ``status`` list the seven ops."""
+    for k in ("inspect", "status"):
+        res = runs[k]
+        assert res.returncode == 0, f"{k} exited {res.returncode}:\n{_tail(res.stderr)}\n--- stdout:\n{_tail(res.stdout)}"
+    ins = json.loads(runs["inspect"].stdout)
+    assert ins["ok"] is True and ins["arch"] == "sm_90"
+    assert [d["op"] for d in ins["ops"]] == SEED_OPS
+    for d in ins["ops"]:
+        assert d["errors"] == [] and d["declared_by"] == "cuda_kernel_op", d
+    assert [d["overrides"] for d in ins["ops"] if d["op"] == "kern_ex::repeat2"] == [["meta_fn", "eager_fn", "aot_fn"]]
+    listed = [line.split("(")[0] for line in runs["status"].stdout.splitlines() if line.startswith("kern_ex::")]
+    assert listed == SEED_OPS, runs["status"].stdout
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_import_without_a_gpu(name, runs):
+    """Importing an example (what ``trt-kernels status|inspect|compile`` do) does no GPU work."""
+    _needs(name)
+    if f"import {name}" in runs:
+        r = runs[f"import {name}"]
+        assert r.returncode == 0 and r.stdout.strip().endswith("imported"), _tail(r.stderr)
+    else:  # no GPU: the script's run got past the import to main()'s message
+        r = runs[f"run {name}"]
+        assert "Traceback" not in r.stderr and f"examples/{name}.py: not run:" in r.stderr, _tail(r.stderr)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what the examples say where no GPU is visible")
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_run_without_a_gpu_say_why(name, runs):
+    _needs(name)
+    r = runs[f"run {name}"]
+    assert r.returncode == 1 and "Traceback" not in r.stderr, _tail(r.stderr)
+    assert f"examples/{name}.py: not run: it launches its kernels on a CUDA GPU, and none is visible here" in r.stderr
+    assert "trt-kernels " in r.stderr
