@@ -64,38 +64,49 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict
     return rows
 
 
+def _normalizes(arch) -> bool:
+    from .compile import normalize_arch
+
+    try:
+        normalize_arch(arch)
+    except ValueError:
+        return False
+    return True
+
+
 def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
-    from ._cli_inspect import TargetError, load_target
+    from ._cli_inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
     from .compile import cache_dir, default_arch, normalize_arch
 
-    cdir = cache_dir()
-    if cdir is None:
-        print("error: the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps nothing. "
-              "Fix: unset TRT_KERNELS_CACHE (and set TRT_KERNELS_CACHE_DIR to the folder to ship)", file=sys.stderr)
-        return 1
+    given = bool(archs)
     try:
-        archs = [normalize_arch(a) for a in archs] or ([default_arch()] if default_arch() else [])
-    except ValueError as e:
-        print(f"error: --arch: {e}", file=sys.stderr)
-        return 1
-    if not archs:
-        print("error: no arch to compile for: no GPU is visible and TRT_KERNELS_ARCH is unset. "
-              "Fix: --arch sm_90 (repeat --arch for more)", file=sys.stderr)
-        return 1
-    archs = list(dict.fromkeys(archs))
-    t0 = time.perf_counter()
-    try:
+        cdir = cache_dir()
+        if cdir is None:
+            raise TargetError("the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps "
+                              "nothing. Fix: unset TRT_KERNELS_CACHE (and set TRT_KERNELS_CACHE_DIR to the folder to "
+                              "ship)")
+        try:
+            archs = [normalize_arch(a) for a in archs] or ([default_arch()] if default_arch() else [])
+        except ValueError as e:
+            bad = next((a for a in archs if not _normalizes(a)), "")
+            raise TargetError(arch_problem(arch_origin(given), bad, str(e))) from None
+        if not archs:
+            raise TargetError("no arch to compile for: no GPU is visible and TRT_KERNELS_ARCH is unset. "
+                              "Fix: --arch sm_90 (repeat --arch for more)")
+        archs = list(dict.fromkeys(archs))
+        t0 = time.perf_counter()
         kops = load_target(target)
+        import_s = time.perf_counter() - t0
+        if op is not None:
+            names = ", ".join(k.op_name for k in kops) or "none"
+            kops = [k for k in kops if k.op_name == op]
+            if not kops:
+                raise TargetError(f"{target} declares no op {op!r} (it declares: {names}). Fix: check the name "
+                                  f"(trt-kernels inspect {target})")
+        for a in archs:
+            check_arch(a, arch_origin(given), kops)
     except TargetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    import_s = time.perf_counter() - t0
-    if op is not None:
-        kops = [k for k in kops if k.op_name == op]
-        if not kops:
-            print(f"error: {target} declares no op {op!r}. Fix: check the name (trt-kernels inspect {target})",
-                  file=sys.stderr)
-            return 1
+        return report_error(str(e), as_json, SCHEMA, target=target)
     progress = (not as_json) and sys.stderr.isatty() and len(kops) * len(archs) >= 4
     t1 = time.perf_counter()
     rows = compile_ops(kops, archs, progress=progress)
@@ -110,7 +121,8 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
         print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "cache_dir": str(cdir),
                           "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
                           "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
-                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed)},
+                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed),
+                          "ok": not failed},
                          indent=2))
         return 1 if failed else 0
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"

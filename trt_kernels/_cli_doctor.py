@@ -82,14 +82,13 @@ def gather() -> Dict[str, Any]:
     f["nvrtc_archs"] = None
     if f["cuda_bindings_import"] is None:
         try:
-            from .compile import nvrtc_version
+            from .compile import nvrtc_supported_archs, nvrtc_version
 
             f["nvrtc"] = list(nvrtc_version())
-            from cuda.bindings import nvrtc
-
-            res = nvrtc.nvrtcGetSupportedArchs()
-            if int(res[0]) == 0:
-                f["nvrtc_archs"] = [int(a) for a in res[1]]
+            try:
+                f["nvrtc_archs"] = list(nvrtc_supported_archs())
+            except Exception:  # noqa: BLE001 - the archs are a detail; NVRTC itself loaded
+                pass
         except Exception as e:  # noqa: BLE001
             f["nvrtc_error"] = _err(e)
     # headers
@@ -342,12 +341,20 @@ def verdict(checks: List[Dict[str, str]]) -> str:
 
 
 def run(as_json: bool) -> int:
-    facts = gather()
-    checks = assess(facts)
+    try:
+        facts = gather()
+        checks = assess(facts)
+    except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
+        if not as_json:
+            raise
+        from ._cli_inspect import report_error
+
+        return report_error(f"doctor could not finish: {_err(e)}. Fix: run `trt-kernels doctor` without --json "
+                            "to see the traceback", True, SCHEMA, exit_status=1)
     status = exit_status(checks)
     if as_json:
         print(json.dumps({"schema": SCHEMA, "facts": facts, "checks": checks, "verdict": verdict(checks),
-                          "exit_status": status}, indent=2))
+                          "exit_status": status, "ok": status == 0}, indent=2))
     else:
         print(format_checks(checks))
     return status

@@ -25,18 +25,31 @@ class TargetError(Exception):
     """The user's module or file could not be loaded; the message says why."""
 
 
-def load_target(target: str):
-    """Import a module name or run a ``.py`` file; return the KernelOps it declared (in order)."""
+def _traceback_fix(target: str, is_file: bool) -> str:
+    how = f"python {target}" if is_file else f"python -c 'import {target}'"
+    return f"Fix: correct the declaration (`{how}` shows the full traceback)"
+
+
+def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compile: bool = True):
+    """Import a module name or run a ``.py`` file; return the KernelOps it declared (in order).
+
+    Anything that goes wrong (no such file or module, a declaration raising SpecError, the module
+    calling sys.exit) is a :class:`TargetError` naming ``target`` and the fix. ``defer_compile``:
+    compile nothing while declaring (inspect and compile build each op themselves, for the archs
+    asked, and report its errors); ``status`` compiles as a plain import would.
+    """
+    import contextlib
+
     from . import registry
 
     before = {id(k) for k in registry.all_ops()}
+    is_file = target.endswith(".py") or os.sep in target or "/" in target
     try:
-        # the commands compile each op themselves, for the archs asked, and report its errors
-        with registry.deferred_compile():
-            if target.endswith(".py") or os.sep in target or "/" in target:
+        with registry.deferred_compile() if defer_compile else contextlib.nullcontext():
+            if is_file:
                 if not os.path.isfile(target):
                     raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
-                runpy.run_path(target, run_name="trt_kernels_inspect")
+                runpy.run_path(target, run_name=run_name)
             else:
                 __import__(target)
     except TargetError:
@@ -45,13 +58,24 @@ def load_target(target: str):
         raise TargetError(f"{target}: the module called sys.exit({e.code}) while being imported. Fix: guard "
                           "its script part with `if __name__ == \"__main__\":`") from None
     except ModuleNotFoundError as e:
-        if e.name and target.split(".")[0] == e.name.split(".")[0]:
+        if not is_file and e.name and target.split(".")[0] == e.name.split(".")[0]:
             raise TargetError(f"{target}: no module named {e.name!r}. Fix: pass a .py path or put the module on "
                               "PYTHONPATH") from None
-        raise TargetError(f"{target}: importing it failed: {type(e).__name__}: {e}") from None
+        fix = f"Fix: install {e.name!r}, which it imports" if e.name else _traceback_fix(target, is_file)
+        raise TargetError(f"{target}: importing it failed: {type(e).__name__}: {e}. {fix}") from None
     except Exception as e:  # noqa: BLE001 - show the user's declaration error as it is
-        raise TargetError(f"{target}: importing it failed: {type(e).__name__}: {e}") from None
+        text = f"{type(e).__name__}: {e}".rstrip()
+        fix = "" if "Fix:" in text else f"{'' if text.endswith('.') else '.'} {_traceback_fix(target, is_file)}"
+        raise TargetError(f"{target}: importing it failed: {text}{fix}") from None
     return [k for k in registry.all_ops() if id(k) not in before]
+
+
+def report_error(message: str, as_json: bool, schema: str, **fields: Any) -> int:
+    """One ``error: ...`` line on stderr and, under ``--json``, one document on stdout; exit status 1."""
+    print(f"error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"schema": schema, **fields, "ok": False, "error": message}, indent=2))
+    return 1
 
 
 def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
@@ -65,6 +89,57 @@ def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
         return found, None
     return FALLBACK_ARCH, (f"no GPU visible and TRT_KERNELS_ARCH unset: compiled for {FALLBACK_ARCH} to read the "
                            "PTX (pass --arch to choose)")
+
+
+def arch_origin(given: bool) -> str:
+    """Where the arch came from, for messages: ``--arch``, ``TRT_KERNELS_ARCH``, the GPU or the fallback."""
+    if given:
+        return "--arch"
+    if os.environ.get("TRT_KERNELS_ARCH"):
+        return "TRT_KERNELS_ARCH"
+    import torch
+
+    return "the GPU's arch" if torch.cuda.is_available() else "the fallback arch"
+
+
+def arch_problem(origin: str, arch: str, problem: str, example: str = FALLBACK_ARCH) -> str:
+    """``--arch sm_50: <problem>. Fix: --arch sm_90`` (or the same said of TRT_KERNELS_ARCH)."""
+    if problem.startswith("arch ") and ": " in problem:  # normalize_arch's "arch 'x': expected ..."
+        problem = problem.split(": ", 1)[1]
+    if origin == "TRT_KERNELS_ARCH":
+        where = f"TRT_KERNELS_ARCH={os.environ.get('TRT_KERNELS_ARCH')}"
+        fix = f"TRT_KERNELS_ARCH={example}, or pass --arch {example}"
+    else:
+        where = f"{origin} {arch}"
+        fix = f"--arch {example}"
+    return f"{where}: {problem}. Fix: {fix}"
+
+
+def check_arch(arch: str, origin: str, kops) -> None:
+    """TargetError when ``arch`` is one this NVRTC cannot compile for and an op in ``kops`` is compiled
+    by NVRTC (``cuda_kernel_op``), naming the archs it can. Says nothing when NVRTC cannot be asked
+    (compiling reports that) or no op needs NVRTC."""
+    import re
+
+    from .compile import nvrtc_supported_archs, nvrtc_version
+    from .cuda_source import CudaSource
+
+    users = [k.op_name for k in kops if isinstance(k.source, CudaSource)]
+    m = re.match(r"sm_(\d+)", arch)
+    if not users or not m:
+        return
+    try:
+        archs = nvrtc_supported_archs()
+        version = ".".join(map(str, nvrtc_version()))
+    except Exception:  # noqa: BLE001
+        return
+    if not archs or int(m.group(1)) in archs:
+        return
+    names = ", ".join(f"sm_{a}" for a in archs)
+    example = FALLBACK_ARCH if int(FALLBACK_ARCH[3:]) in archs else f"sm_{archs[-1]}"
+    who = users[0] + (f" and {len(users) - 1} more" if len(users) > 1 else "")
+    raise TargetError(arch_problem(origin, arch, f"NVRTC {version} cannot compile for {arch} (it compiles for "
+                                   f"{names}; {who} {'is' if len(users) == 1 else 'are'} compiled by NVRTC)", example))
 
 
 # ---------------- expressions over the inputs' names ----------------
@@ -82,9 +157,18 @@ def parse_ranks(items: Sequence[str]) -> Dict[str, int]:
     for it in items or ():
         name, _, r = it.partition("=")
         if not name or not r.strip().isdigit():
-            raise TargetError(f"--rank {it!r}: expected NAME=N, e.g. --rank x=3")
+            raise TargetError(f"--rank {it!r}: expected NAME=N. Fix: e.g. --rank x=3")
         out[name.strip()] = int(r)
     return out
+
+
+def check_ranks(ranks: Dict[str, int], kops, scope: str) -> None:
+    """A --rank name must be a tensor input of at least one selected op."""
+    names = list(dict.fromkeys(n for k in kops for n in k.sig.tensor_names))
+    unknown = [n for n in ranks if n not in names]
+    if unknown:
+        raise TargetError(f"--rank names {unknown}, which {'is' if len(unknown) == 1 else 'are'} not a tensor input "
+                          f"of {scope} (tensor inputs: {names}). Fix: --rank NAME=N with NAME one of those")
 
 
 # ---------------- one op ----------------
@@ -108,10 +192,6 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
         if kop.aot_fn is not None:
             parts.append("TensorRT launch by aot_fn")
         return {"derived": False, "note": "override path: " + ", ".join(parts)}
-    unknown = sorted(set(ranks_given) - set(names))
-    if unknown:
-        raise TargetError(f"{kop.op_name}: --rank names {unknown}, which are not tensor inputs of the op "
-                          f"(tensor inputs: {names})")
     ranks, assumed = [], []
     for d in sig.tensor_decls:
         r = ranks_given.get(d.name, d.ndim)
@@ -221,6 +301,7 @@ def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -
         "overrides": [n for n in kop.overrides if n != "setup_context"],
         "arch": arch if kop.source.needs_arch else None,
         "abi": abi_rows,
+        # run() checked each --rank name is a tensor input of some selected op; this op takes its own
         "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.sig.tensor_names},
                       arch if kop.source.needs_arch else None),
         "dtypes": [_dt.short(t) for t in kop.dtypes],
@@ -324,25 +405,23 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
 
     try:
         rank_map = parse_ranks(ranks)
+        try:
+            arch_used, arch_note = pick_arch(arch)
+        except ValueError as e:
+            raise TargetError(arch_problem(arch_origin(bool(arch)), arch or "", str(e))) from None
         kops = load_target(target)
-    except TargetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if op is not None:
-        picked = [k for k in kops if k.op_name == op]
-        if not picked:
-            names = ", ".join(k.op_name for k in kops) or "none"
-            print(f"error: {target} declares no op {op!r} (it declares: {names}). Fix: --op NS::NAME",
-                  file=sys.stderr)
-            return 1
-        kops = picked
-    arch_used, arch_note = pick_arch(arch)
-    trt_state = _trt_state()
-    try:
+        if op is not None:
+            picked = [k for k in kops if k.op_name == op]
+            if not picked:
+                names = ", ".join(k.op_name for k in kops) or "none"
+                raise TargetError(f"{target} declares no op {op!r} (it declares: {names}). Fix: --op NS::NAME")
+            kops = picked
+        check_ranks(rank_map, kops, op or f"any op {target} declares")
+        check_arch(arch_used, arch_origin(bool(arch)), kops)
+        trt_state = _trt_state()
         ops = [describe(k, arch_used, rank_map, trt_state) for k in kops]
     except TargetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return report_error(str(e), as_json, SCHEMA, target=target)
     failed = any(d["errors"] or any(r["matches"] is False for r in d["abi"]) for d in ops)
     if as_json:
         print(json.dumps({"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,

@@ -417,7 +417,15 @@ def format_table(results: Sequence[Result]) -> str:
 
 
 def run(as_json: bool) -> int:
-    results = selftest()
+    try:
+        results = selftest()
+    except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
+        if not as_json:
+            raise
+        from ._cli_inspect import report_error
+
+        return report_error(f"selftest could not finish: {_fail_text(e)}. Fix: run `trt-kernels selftest` without "
+                            "--json to see the traceback", True, SCHEMA, exit_status=1)
     status = exit_status(results)
     if as_json:
         print(json.dumps({"schema": SCHEMA, "tiers": list(TIER_IDS), "cases": list(dict.fromkeys(r.case for r in results)),
@@ -425,7 +433,7 @@ def run(as_json: bool) -> int:
                           "passed": sum(r.status == "passed" for r in results),
                           "failed": sum(r.status == "failed" for r in results),
                           "skipped": sum(r.status == "skipped" for r in results),
-                          "exit_status": status}, indent=2))
+                          "exit_status": status, "ok": status == 0}, indent=2))
     else:
         print(format_table(results))
     return status

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import runpy
+import re
 import sys
 
 
@@ -49,13 +49,15 @@ def _info() -> int:
 
 
 def _status(paths) -> int:
+    from ._cli_inspect import TargetError, load_target
     from .status import format_status
 
     for p in paths:
-        if p.endswith(".py"):
-            runpy.run_path(p, run_name="trt_kernels_status")
-        else:
-            __import__(p)
+        try:  # declarations compile as a plain import would: status reports what they built
+            load_target(p, run_name="trt_kernels_status", defer_compile=False)
+        except TargetError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     print(format_status())
     return 0
 
@@ -124,18 +126,60 @@ def _add_commands(sub) -> None:
     se.set_defaults(run=lambda a: _lazy("_cli_selftest").run(a.json))
 
 
+def _plain(text: str) -> str:
+    """Docstring markup (``x``, :func:`x`) as plain text, for --help."""
+    return re.sub(r":\w+:`~?([^`]*)`", r"\1", text).replace("``", "")
+
+
+def _version_line() -> str:
+    """``trt-kernels 0.1.0 (torch ..., cuda-bindings ..., Python ...)``: read from the installed packages'
+    metadata, importing neither torch nor cuda-bindings."""
+    from importlib import metadata
+
+    from . import __version__
+
+    def dist(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"trt-kernels {__version__} (torch {dist('torch')}, cuda-bindings {dist('cuda-bindings')}, "
+            f"Python {sys.version.split()[0]})")
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version_line())
+        parser.exit()
+
+
 def _lazy(name: str):
     import importlib
 
     return importlib.import_module(f"{__package__ or 'trt_kernels'}.{name}")
 
 
+class _Subcommands:
+    """``add_subparsers()``'s result, whose parsers also show their one-line help as the description."""
+
+    def __init__(self, sub):
+        self._sub = sub
+
+    def add_parser(self, name: str, help: str, **kw):  # noqa: A002 - argparse's name
+        return self._sub.add_parser(name, help=_plain(help), description=_plain(kw.pop("description", help)), **kw)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="trt-kernels", description=__doc__)
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = argparse.ArgumentParser(prog="trt-kernels", description=_plain(__doc__))
+    parser.add_argument("--version", action=_Version, help="print the version (and torch's, cuda-bindings') and exit")
+    sub = _Subcommands(parser.add_subparsers(dest="cmd", required=True))
     sub.add_parser("info", help="versions, GPU, compile arch, header and cache locations")
     st = sub.add_parser("status", help="import modules or run .py files that declare ops, then report each op")
-    st.add_argument("paths", nargs="*", help="module names or .py files")
+    st.add_argument("paths", nargs="*", metavar="MODULE_OR_FILE", help="module names or .py files")
     ca = sub.add_parser("cache", help="show or clear the compile cache")
     ca.add_argument("action", choices=["path", "clear"])
     _add_commands(sub)

@@ -89,6 +89,13 @@ def nvrtc_version() -> Tuple[int, int]:
     return int(major), int(minor)
 
 
+def nvrtc_supported_archs() -> Tuple[int, ...]:
+    """The archs the loaded NVRTC compiles for, as numbers (``(75, 80, ..., 90, 100, ...)``)."""
+    from cuda.bindings import nvrtc
+
+    return tuple(int(a) for a in _check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+
+
 def normalize_arch(arch) -> str:
     """``"sm_90"``, ``"90"``, ``90``, ``(9, 0)`` or ``"compute_90"`` -> ``"sm_90"``."""
     if isinstance(arch, tuple):

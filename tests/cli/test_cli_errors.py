@@ -1,0 +1,239 @@
+"""What a new user meets first: a wrong target, a wrong --rank or --arch, --json on failure, --version,
+--help. Every failure is one ``error: ...`` line on stderr (and one JSON document on stdout under --json),
+exit status 1, no traceback."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trt_kernels.cli import main
+
+ONE_OP = """
+import trt_kernels as ttk
+ttk.cuda_kernel_op("{ns}::dbl", ttk.KernelSpec(
+    kernel_source='extern "C" __global__ void dbl(const float* x, int n, float* y) '
+                  '{{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }}',
+    kernel_name="dbl", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+    extras=[ttk.Numel("x")], geometry=ttk.Elementwise(block=(256,))))
+"""
+
+SPEC_ERROR = """
+import trt_kernels as ttk
+ttk.cuda_kernel_op("{ns}::bad", ttk.KernelSpec(
+    kernel_source='extern "C" __global__ void k(const float* x, float* y) {{}}',
+    kernel_name="k", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("nope"))]))
+"""
+
+_count = [0]
+
+
+def _write(tmp_path, template):
+    _count[0] += 1
+    ns = f"ttk_clierr{os.getpid()}_{_count[0]}"
+    p = tmp_path / f"ops_{ns}.py"
+    p.write_text(textwrap.dedent(template.format(ns=ns)))
+    return str(p), ns
+
+
+def _one_error_line(err: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def _targets(tmp_path):
+    spec, ns = _write(tmp_path, SPEC_ERROR)
+    missing = str(tmp_path / "no_such_file.py")
+    return [(missing, "no such file"), ("no_such_module_ttk_cli", "no module named 'no_such_module_ttk_cli'"),
+            (spec, f"{ns}::bad")]
+
+
+# ---------------- 1: a target that does not load ----------------
+
+
+@pytest.mark.parametrize("cmd", [["status"], ["inspect"], ["compile", "--arch", "sm_90"]])
+def test_every_command_taking_a_target_reports_a_bad_target_in_one_line(tmp_path, capsys, cmd):
+    for target, what in _targets(tmp_path):
+        assert main([*cmd, target]) == 1
+        cap = capsys.readouterr()
+        line = _one_error_line(cap.err)
+        assert target in line and what in line and "Fix:" in line, line
+        assert cap.out == ""
+
+
+def test_status_bad_target_in_a_fresh_process_prints_no_traceback(tmp_path):
+    spec, ns = _write(tmp_path, SPEC_ERROR)
+    r = subprocess.run([sys.executable, "-m", "trt_kernels", "status", spec], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1
+    line = _one_error_line(r.stderr)
+    assert f"{ns}::bad" in line and "SpecError" in line and "Fix:" in line
+
+
+def test_status_still_reports_a_good_target(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP)
+    assert main(["status", path]) == 0
+    assert f"{ns}::dbl" in capsys.readouterr().out
+
+
+# ---------------- 2: --json prints one document, errors included ----------------
+
+
+def _json_error(capsys, argv, schema):
+    assert main(argv) == 1
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)  # exactly one document
+    assert doc["schema"] == schema and doc["ok"] is False and doc["error"], doc
+    assert "Fix:" in doc["error"]
+    _one_error_line(cap.err)
+    return doc
+
+
+def test_inspect_json_on_error_prints_one_document(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP)
+    for target, what in _targets(tmp_path):
+        doc = _json_error(capsys, ["inspect", target, "--json"], "trt-kernels.inspect/1")
+        assert what in doc["error"] and doc["target"] == target
+    doc = _json_error(capsys, ["inspect", path, "--json", "--op", f"{ns}::nope"], "trt-kernels.inspect/1")
+    assert f"{ns}::nope" in doc["error"]
+    _json_error(capsys, ["inspect", path, "--json", "--rank", "x"], "trt-kernels.inspect/1")
+    _json_error(capsys, ["inspect", path, "--json", "--arch", "bogus"], "trt-kernels.inspect/1")
+
+
+def test_compile_json_on_error_prints_one_document(tmp_path, capsys, monkeypatch):
+    path, ns = _write(tmp_path, ONE_OP)
+    for target, what in _targets(tmp_path):
+        doc = _json_error(capsys, ["compile", target, "--arch", "sm_90", "--json"], "trt-kernels.compile/1")
+        assert what in doc["error"]
+    doc = _json_error(capsys, ["compile", path, "--arch", "sm_90", "--json", "--op", f"{ns}::nope"],
+                      "trt-kernels.compile/1")
+    assert f"{ns}::nope" in doc["error"]
+    _json_error(capsys, ["compile", path, "--arch", "bogus", "--json"], "trt-kernels.compile/1")
+    monkeypatch.setenv("TRT_KERNELS_CACHE", "0")
+    doc = _json_error(capsys, ["compile", path, "--arch", "sm_90", "--json"], "trt-kernels.compile/1")
+    assert "cache is disabled" in doc["error"]
+
+
+def test_compile_json_success_says_ok(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP)
+    assert main(["compile", path, "--arch", "sm_90", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["failed"] == 0
+
+
+def test_doctor_and_selftest_json_print_a_document_when_they_fail_early(capsys, monkeypatch):
+    from trt_kernels import _cli_doctor, _cli_selftest
+
+    def boom(*a, **k):
+        raise RuntimeError("something broke")
+
+    monkeypatch.setattr(_cli_doctor, "gather", boom)
+    monkeypatch.setattr(_cli_selftest, "selftest", boom)
+    for cmd, schema in (("doctor", "trt-kernels.doctor/1"), ("selftest", "trt-kernels.selftest/1")):
+        assert main([cmd, "--json"]) == 1
+        cap = capsys.readouterr()
+        doc = json.loads(cap.out)
+        assert doc["schema"] == schema and doc["ok"] is False and "something broke" in doc["error"]
+        assert doc["exit_status"] == 1
+
+
+# ---------------- 3: --rank names a tensor input of a selected op ----------------
+
+
+def test_inspect_rank_for_an_unknown_name_is_an_error(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP)
+    assert main(["inspect", path, "--arch", "sm_90", "--rank", "y=3"]) == 1
+    cap = capsys.readouterr()
+    line = _one_error_line(cap.err)
+    assert "--rank" in line and "'y'" in line and "'x'" in line and "Fix:" in line, line
+    assert cap.out == ""
+    assert main(["inspect", path, "--arch", "sm_90", "--rank", "x=3"]) == 0
+    assert "at ranks x=3" in capsys.readouterr().out
+    doc = _json_error(capsys, ["inspect", path, "--arch", "sm_90", "--rank", "y=3", "--json"],
+                      "trt-kernels.inspect/1")
+    assert "'y'" in doc["error"]
+
+
+def test_inspect_rank_checked_against_the_selected_op_only(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP + ONE_OP.replace("::dbl", "::dbl2").replace('"x"', '"z"'))
+    # z is an input of dbl2, not of dbl: with --op dbl it is unknown; without --op it applies to dbl2
+    assert main(["inspect", path, "--arch", "sm_90", "--op", f"{ns}::dbl", "--rank", "z=3"]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert f"{ns}::dbl" in line and "'z'" in line
+    assert main(["inspect", path, "--arch", "sm_90", "--rank", "z=3", "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert ops[0]["plan"]["ranks"] == {"x": 2} and ops[1]["plan"]["ranks"] == {"z": 3}
+
+
+# ---------------- 4: an arch NVRTC does not support ----------------
+
+
+def _nvrtc_archs():
+    from trt_kernels.compile import nvrtc_supported_archs
+
+    return nvrtc_supported_archs()
+
+
+@pytest.mark.parametrize("cmd", ["inspect", "compile"])
+def test_unsupported_arch_names_the_supported_ones(tmp_path, capsys, cmd):
+    archs = _nvrtc_archs()
+    assert archs and 50 not in archs
+    path, ns = _write(tmp_path, ONE_OP)
+    assert main([cmd, path, "--arch", "sm_50"]) == 1
+    cap = capsys.readouterr()
+    line = _one_error_line(cap.err)
+    assert "sm_50" in line and f"sm_{archs[0]}" in line and f"sm_{archs[-1]}" in line and "Fix:" in line, line
+    assert "invalid value for --gpu-architecture" not in cap.out + cap.err
+    doc = _json_error(capsys, [cmd, path, "--arch", "sm_50", "--json"], f"trt-kernels.{cmd}/1")
+    assert "sm_50" in doc["error"] and f"sm_{archs[0]}" in doc["error"]
+
+
+def test_unsupported_arch_from_the_environment(tmp_path, capsys, monkeypatch):
+    path, ns = _write(tmp_path, ONE_OP)
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_50")
+    assert main(["inspect", path]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "TRT_KERNELS_ARCH" in line and "sm_50" in line
+
+
+def test_doctor_reads_nvrtc_archs_through_the_shared_helper(monkeypatch):
+    from trt_kernels import _cli_doctor, compile as _compile
+
+    monkeypatch.setattr(_compile, "nvrtc_supported_archs", lambda: (80, 90))
+    assert _cli_doctor.gather()["nvrtc_archs"] == [80, 90]
+
+
+# ---------------- 5, 6: --version, --help ----------------
+
+
+def test_version(capsys):
+    import torch
+
+    import trt_kernels
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"trt-kernels {trt_kernels.__version__}") and "\n" not in out
+    assert f"torch {torch.__version__}" in out
+
+
+@pytest.mark.parametrize("cmd", [[], ["info"], ["status"], ["cache"], ["inspect"], ["compile"], ["doctor"],
+                                 ["selftest"]])
+def test_help_is_plain_text(capsys, cmd):
+    with pytest.raises(SystemExit) as e:
+        main([*cmd, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: trt-kernels" in out
+    for markup in ("``", ":func:", ":meth:", ":class:"):
+        assert markup not in out, out
+    # a description under the usage, not only the usage and the options
+    blocks = [x.strip() for x in out.split("\n\n") if x.strip()]
+    assert not blocks[1].startswith(("positional arguments", "options")), out
