@@ -116,30 +116,24 @@ def arch_problem(origin: str, arch: str, problem: str, example: str = FALLBACK_A
 
 
 def check_arch(arch: str, origin: str, kops) -> None:
-    """TargetError when ``arch`` is one this NVRTC cannot compile for and an op in ``kops`` is compiled
-    by NVRTC (``cuda_kernel_op``), naming the archs it can. Says nothing when NVRTC cannot be asked
-    (compiling reports that) or no op needs NVRTC."""
-    import re
-
-    from .compile import nvrtc_supported_archs, nvrtc_version
-    from .cuda_source import CudaSource
-
-    users = [k.op_name for k in kops if isinstance(k.source, CudaSource)]
-    m = re.match(r"sm_(\d+)", arch)
-    if not users or not m:
+    """TargetError when the compiler of an op in ``kops`` cannot build for ``arch`` (NVRTC for
+    ``cuda_kernel_op``: the message names the archs it can). Each source answers for itself
+    (:meth:`KernelSource.unsupported_arch`); one that cannot tell without compiling says nothing."""
+    problems: Dict[str, List[str]] = {}
+    fallback_ok = True
+    for k in kops:
+        if not k.source.needs_arch:
+            continue
+        problem = k.source.unsupported_arch(arch)
+        if problem is not None:
+            problems.setdefault(problem, []).append(k.op_name)
+            fallback_ok = fallback_ok and k.source.unsupported_arch(FALLBACK_ARCH) is None
+    if not problems:
         return
-    try:
-        archs = nvrtc_supported_archs()
-        version = ".".join(map(str, nvrtc_version()))
-    except Exception:  # noqa: BLE001
-        return
-    if not archs or int(m.group(1)) in archs:
-        return
-    names = ", ".join(f"sm_{a}" for a in archs)
-    example = FALLBACK_ARCH if int(FALLBACK_ARCH[3:]) in archs else f"sm_{archs[-1]}"
+    problem, users = next(iter(problems.items()))
     who = users[0] + (f" and {len(users) - 1} more" if len(users) > 1 else "")
-    raise TargetError(arch_problem(origin, arch, f"NVRTC {version} cannot compile for {arch} (it compiles for "
-                                   f"{names}; {who} {'is' if len(users) == 1 else 'are'} compiled by NVRTC)", example))
+    raise TargetError(arch_problem(origin, arch, f"{problem}; {who} {'needs' if len(users) == 1 else 'need'} it",
+                                   FALLBACK_ARCH if fallback_ok else "<one of those>"))
 
 
 # ---------------- expressions over the inputs' names ----------------

@@ -120,6 +120,19 @@ class CudaSource(KernelSource):
         nv = tuple(int(x) for x in str(binary.details["nvrtc"]).split("."))
         return ptx_loadable_note(nv, driver)
 
+    def unsupported_arch(self, arch: str) -> Optional[str]:
+        from .compile import nvrtc_supported_archs, nvrtc_version
+
+        m = re.match(r"sm_(\d+)", normalize_arch(arch))
+        try:
+            archs = nvrtc_supported_archs()
+            version = ".".join(map(str, nvrtc_version()))
+        except Exception:  # noqa: BLE001 - NVRTC cannot be asked; compiling reports why
+            return None
+        if not m or not archs or int(m.group(1)) in archs:
+            return None
+        return f"NVRTC {version} cannot compile for {arch} (it compiles for {', '.join(f'sm_{a}' for a in archs)})"
+
     def describe(self) -> str:
         opts = f", options {list(self.options)}" if self.options else ""
         return f"CUDA C++ kernel {self.kernel_name!r} (NVRTC, -std={self.std}{opts})"

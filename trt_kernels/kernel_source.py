@@ -119,3 +119,8 @@ class KernelSource:
     def describe(self) -> str:
         """One line for reports: the source kind, the kernel and its options."""
         raise NotImplementedError
+
+    def unsupported_arch(self, arch: str) -> Optional[str]:
+        """Why this source's compiler cannot build for ``arch`` (``sm_50``), naming the archs it can; None when
+        it can, or cannot tell without compiling (the build then reports the compiler's own error)."""
+        return None
