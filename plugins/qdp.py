@@ -96,8 +96,10 @@ def float_bits(value: float) -> int:
 class PluginBuilder:
     """The four plugin functions of one op, against a given ``tensorrt`` / ``tensorrt.plugin``."""
 
-    def __init__(self, kop: KernelOp, trt, trtp):
+    def __init__(self, kop: KernelOp, trt, trtp, arch: Optional[str] = None):
         self.op_name = kop.op_name
+        # the arch the AOT impl embeds PTX for (None: the op's known arch: its override, TRT_KERNELS_ARCH, the GPU)
+        self.arch = arch
         self.kop = kop  # the current declaration of the op (a re-declaration replaces it; unregistering clears it)
         self.trt = trt
         self.trtp = trtp
@@ -109,7 +111,7 @@ class PluginBuilder:
         if sig.has_outputs:
             self.n_out = len(sig.outputs)
         else:
-            self.n_out = len(self._meta_outputs(tuple(d.ndim or 1 for d in sig.tensor_decls)))
+            self.n_out = len(kop.meta_outputs())
 
     @property
     def kop(self) -> KernelOp:
@@ -133,12 +135,8 @@ class PluginBuilder:
         DataType::kUINT8 are not supported")."""
         kop = self.kop
         for kdt in kop.dtypes:
-            if kop.sig.has_outputs:
-                outs = kop.sig.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
-                names = [o.name for o in kop.sig.outputs]
-            else:
-                outs = [m.dtype for m in self._meta_outputs(tuple(d.ndim or 1 for d in kop.sig.tensor_decls))]
-                names = [f"output {i}" for i in range(len(outs))]
+            outs = kop.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
+            names = [o.name for o in kop.sig.outputs] or [f"output {i}" for i in range(len(outs))]
             for name, dt in zip(names, outs):
                 if dt in (torch.bool, torch.uint8):
                     return (f"output {name!r} is {str(dt).replace('torch.', '')}, which TensorRT plugins cannot "
@@ -187,14 +185,6 @@ class PluginBuilder:
                 return td
         return self.kop.dtypes[0]
 
-    def _meta_outputs(self, ranks):
-        from trt_kernels.symbolic import meta_outputs
-
-        kop = self.kop
-        ins = kop.sig.in_dtypes(kop.dtypes[0])
-        scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in kop.sig.scalar_decls]
-        return meta_outputs(kop.op_name, kop.meta_fn, kop.sig.arg_kinds, ranks, ins, scalars)
-
     def output_shapes(self, inputs) -> List[Tuple[Any, torch.dtype, Any]]:
         """``(shape expressions or None for 'like input k', dtype, like)`` per output."""
         ranks = tuple(len(d.shape_expr) for d in inputs)
@@ -205,7 +195,7 @@ class PluginBuilder:
             dts = self.kop.sig.io_dtypes(kdt)[len(inputs):]
             return [(None if o.like is not None else [evaluate(e, ev) for e in o.shape], dt, o.like)
                     for o, dt in zip(plan.outputs, dts)]
-        return [([evaluate(e, ev) for e in m.shape], m.dtype, None) for m in self._meta_outputs(ranks)]
+        return [([evaluate(e, ev) for e in m.shape], m.dtype, None) for m in self.kop.meta_outputs(ranks)]
 
     # ----- the four functions -----
     def descriptor(self):
@@ -238,11 +228,11 @@ class PluginBuilder:
             kdt = self._kernel_dtype(inputs)
             kop = self.kop
             tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
-            symbol, ptx = kop.aot_kernel(kdt, tactic)
+            symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch)
             if kop.aot_fn is not None:
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
-            plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic)
+            plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
             ev = TrtEvaluator(trtp, inputs)
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
@@ -300,12 +290,8 @@ class PluginBuilder:
 
         def body(a: Dict[str, Any]):
             kop = self.kop
-            if kop.sig.has_outputs:
-                combos = [kop.sig.io_dtypes(d) for d in kop.dtypes]
-            else:
-                ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
-                outs = [m.dtype for m in self._meta_outputs(ranks)]
-                combos = [kop.sig.in_dtypes(k) + outs for k in kop.dtypes]
+            ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
+            combos = [kop.io_dtypes(d, ranks) for d in kop.dtypes]
             # TensorRT has no float64: advertise the combinations it can hold
             combos = [c for c in combos if all(trt_name(d) is not None for d in c)]
             if not combos:
@@ -317,9 +303,10 @@ class PluginBuilder:
         return self._make("autotune", body, params, ret)
 
 
-def register_plugin(kop: KernelOp, trt, trtp) -> TensorRTSide:
-    """Register the op's plugin with ``tensorrt.plugin``; returns what was registered."""
-    return register_plugin_builder(kop, trt, trtp)[1]
+def register_plugin(kop: KernelOp, trt, trtp, arch: Optional[str] = None) -> TensorRTSide:
+    """Register the op's plugin with ``tensorrt.plugin``; returns what was registered. ``arch``: the arch
+    its AOT impl embeds PTX for (default: the op's known arch)."""
+    return register_plugin_builder(kop, trt, trtp, PluginBuilder(kop, trt, trtp, arch))[1]
 
 
 def register_plugin_builder(kop: KernelOp, trt, trtp, b: Optional[PluginBuilder] = None

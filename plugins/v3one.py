@@ -196,7 +196,7 @@ def _make_classes(trt):
 
         def get_output_data_types(self, input_types):
             kop = self.kop
-            outs = _io_dtypes(kop, self._kdt(input_types))[len(kop.sig.tensor_decls):]
+            outs = kop.io_dtypes(self._kdt(input_types))[len(kop.sig.tensor_decls):]
             self.calls.append(("get_output_data_types", [str(t) for t in input_types]))
             return [trt_dtype(trt, d) for d in outs]
 
@@ -205,7 +205,7 @@ def _make_classes(trt):
             ranks = tuple(len(x) for x in inputs)
             ev = ExprBuilderEvaluator(trt, expr_builder, inputs)
             out = []
-            for o in (kop.plan(ranks).outputs if kop.sig.has_outputs else _meta_outputs(kop, ranks)):
+            for o in (kop.plan(ranks).outputs if kop.sig.has_outputs else kop.meta_outputs(ranks)):
                 if getattr(o, "like", None) is not None:
                     out.append(trt.DimsExprs(inputs[o.like]))
                 else:
@@ -221,7 +221,7 @@ def _make_classes(trt):
             kop = self.kop
             for kdt in kop.dtypes:
                 try:
-                    combo = [trt_dtype(trt, d) for d in _io_dtypes(kop, kdt)]
+                    combo = [trt_dtype(trt, d) for d in kop.io_dtypes(kdt)]
                 except TypeError:  # a dtype TensorRT does not have (float64)
                     continue
                 if all(in_out[i].desc.type == combo[i] for i in range(pos + 1)):
@@ -294,28 +294,12 @@ def _make_classes(trt):
                     raise InputError(f"{self.op_name}: plugin field {d.name!r} is missing or not one value "
                                      f"(fields given: {sorted(given)}). Fix: give the node a {d.name} attribute")
                 scalars[d.name] = d.py_type(v[0].item())
-            n_out = len(kop.sig.outputs) or len(_meta_outputs(kop))
+            n_out = len(kop.sig.outputs) or len(kop.meta_outputs())
             p = KernelPlugin(self.op_name, scalars, n_out)
             _KEEP.add(p)
             return p
 
     return KernelPlugin, KernelPluginCreator
-
-
-def _meta_outputs(kop, ranks=None):
-    """An override-path op's outputs (shape expressions and dtypes) from its ``meta_fn``, at ``ranks``."""
-    from trt_kernels.symbolic import meta_outputs
-
-    ranks = ranks or tuple(d.ndim or 1 for d in kop.sig.tensor_decls)
-    scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in kop.sig.scalar_decls]
-    return meta_outputs(kop.op_name, kop.meta_fn, kop.sig.arg_kinds, ranks, kop.sig.in_dtypes(kop.dtypes[0]), scalars)
-
-
-def _io_dtypes(kop, kdt: torch.dtype) -> List[torch.dtype]:
-    """dtypes of the tensor inputs then the outputs at kernel dtype ``kdt`` (``meta_fn``'s for an override-path op)."""
-    if kop.sig.has_outputs:
-        return kop.sig.io_dtypes(kdt)
-    return kop.sig.in_dtypes(kdt) + [m.dtype for m in _meta_outputs(kop)]
 
 
 class _DeviceArray:

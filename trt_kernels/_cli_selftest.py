@@ -26,7 +26,6 @@ failure. Skipped is never shown as passed.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -118,8 +117,9 @@ def _timed(fn, case: str, tier: str) -> Result:
 
 
 def _meta_inputs(case):
-    tensors, scalars = case.make_inputs(__import__("torch").device("meta"))
-    return tensors, scalars
+    import torch
+
+    return case.make_inputs(torch.device("meta"))
 
 
 def run_compile(cases, namespace: str) -> List[Result]:
@@ -150,37 +150,15 @@ def run_compile(cases, namespace: str) -> List[Result]:
 
 
 def run_qdp_build(cases, namespace: str) -> List[Result]:
-    names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
-    out: List[Result] = []
-    with _build_arch():
-        _qdp_builds(cases, namespace, names, out)
-    return out
-
-
-@contextlib.contextmanager
-def _build_arch():
-    """Without a GPU and TRT_KERNELS_ARCH, the AOT impl has no arch to embed PTX for: the QDP build tier
-    builds for CHECK_ARCH (sm_90) as the compile tier does, setting TRT_KERNELS_ARCH for its duration only."""
-    from .compile import default_arch
-    from .op import CHECK_ARCH
-
-    if default_arch() is not None:
-        yield
-        return
-    os.environ["TRT_KERNELS_ARCH"] = CHECK_ARCH
-    try:
-        yield
-    finally:
-        os.environ.pop("TRT_KERNELS_ARCH", None)
-
-
-def _qdp_builds(cases, namespace: str, names, out: List[Result]) -> None:
     from . import _seed_cases as sc
     from . import registry
+    from .op import CHECK_ARCH
     from .plugins.qdp import register_plugin
     from .plugins.shapes import torch_dtype
     from .testing._standin import standin
 
+    names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
+    out: List[Result] = []
     for c in cases:
         def check(c=c):
             kop = registry.get(c.op_name(namespace))
@@ -189,12 +167,14 @@ def _qdp_builds(cases, namespace: str, names, out: List[Result]) -> None:
             attrs = {d.name: v for d, v in zip(kop.sig.scalar_decls, scalars)}
             inputs = [(names[str(t.dtype).replace("torch.", "")], tuple(t.shape)) for t in tensors]
             with standin() as env:
-                register_plugin(kop, env.trt, env.trtp)
+                # without a GPU or TRT_KERNELS_ARCH the AOT impl embeds PTX for CHECK_ARCH, as the compile tier builds
+                register_plugin(kop, env.trt, env.trtp, arch=kop.known_arch() or CHECK_ARCH)
                 res = env.build(kop.op_name, inputs=inputs, attrs=attrs, aot=kop.aot.aot)
                 got = [(tuple(s), torch_dtype(env.trt, d)) for s, d in zip(res.output_shapes, res.output_dtypes)]
             return None if got == want else f"the built layer's outputs are {got}, the fake impl's {want}"
 
         out.append(_timed(check, c.name, "qdp_build"))
+    return out
 
 
 def run_eager(cases, namespace: str) -> List[Result]:

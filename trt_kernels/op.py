@@ -90,6 +90,7 @@ class KernelOp:
     _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
     _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
     _packs: Dict[Tuple, ParamPack] = field(default_factory=dict)
+    _meta: Dict[Tuple[int, ...], list] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ----- identity -----
@@ -225,6 +226,26 @@ class KernelOp:
                     p = _with_shared_mem(p, Const(need) if smem == Const(0) else binop("max", smem, Const(need)))
             self._plans[key] = p
         return p
+
+    def meta_outputs(self, ranks: Optional[Tuple[int, ...]] = None) -> list:
+        """An override-path op's outputs (shape expressions and dtypes) from its ``meta_fn``, run once per
+        input ``ranks`` (default: each input's ``ndim``, else 1) on symbolic fake tensors."""
+        ranks = tuple(ranks) if ranks else tuple(d.ndim or 1 for d in self.sig.tensor_decls)
+        outs = self._meta.get(ranks)
+        if outs is None:
+            from .symbolic import meta_outputs
+
+            scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in self.sig.scalar_decls]
+            outs = self._meta.setdefault(ranks, meta_outputs(self.op_name, self.meta_fn, self.sig.arg_kinds, ranks,
+                                                             self.sig.in_dtypes(self.dtypes[0]), scalars))
+        return outs
+
+    def io_dtypes(self, kdt: torch.dtype, ranks: Optional[Tuple[int, ...]] = None) -> list:
+        """dtypes of the tensor inputs then the outputs at kernel dtype ``kdt`` (the outputs' from ``meta_fn``
+        at ``ranks`` for an op whose declaration has none)."""
+        if self.sig.has_outputs:
+            return self.sig.io_dtypes(kdt)
+        return self.sig.in_dtypes(kdt) + [m.dtype for m in self.meta_outputs(ranks)]
 
     @property
     def dynamic_shared_mem(self) -> Optional[Expr]:
