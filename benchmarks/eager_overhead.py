@@ -12,7 +12,7 @@ each in grad mode and under torch.inference_mode().
 Then per seed kernel: cold compile + registration (empty cache, fresh process) and warm
 registration (disk cache hit, fresh process), in ms. Goal: warm <= 2 ms.
 
-Run: python benchmarks/eager_overhead.py
+Run: python benchmarks/eager_overhead.py   (needs a CUDA GPU; without one it says so and exits 1)
 """
 
 from __future__ import annotations
@@ -195,4 +195,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/eager_overhead.py: needs a CUDA GPU (torch.cuda.is_available() is False)")
     main()

@@ -4,8 +4,9 @@ Run before changing the eager path, to see what each piece costs; prints a table
 Then, for the op as trt_kernels builds it (the seed's sigmoid), the whole call in grad mode
 and under inference_mode, so the pieces can be compared with the total.
 
-Run: python benchmarks/probe_launch_costs.py
+Run: python benchmarks/probe_launch_costs.py   (needs a CUDA GPU; without one it says so and exits 1)
 """
+import argparse
 import ctypes
 import statistics
 import struct
@@ -206,4 +207,7 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("benchmarks/probe_launch_costs.py: needs a CUDA GPU (torch.cuda.is_available() is False)")
     main()

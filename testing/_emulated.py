@@ -204,7 +204,7 @@ def save_compiled(module: Any, path) -> None:
     """Save what ``torch_tensorrt.compile`` returned (engines and all) with ``torch.save``.
 
     Torch-TensorRT 2.11 cannot export a module whose engines run on its Python runtime
-    (``torch_tensorrt.save`` needs its C++ ``execute_engine`` op; see the README), so this pickles
+    (``torch_tensorrt.save`` needs its C++ ``execute_engine`` op; see docs/tensorrt.md), so this pickles
     the module itself; :func:`load_compiled` (or ``torch.load(path, weights_only=False)``)
     reloads it, in any process that can import ``torch_tensorrt`` and a ``tensorrt``."""
     import torch

@@ -98,7 +98,7 @@ def skip_reasons() -> Dict[str, Optional[str]]:
         if importlib.util.find_spec(mod) is None:
             reasons["tensorrt"] = (f"{mod} is not installed (pip install 'trt-kernels[tensorrt]' "
                                    f"'torch-tensorrt=={minor}.*', which brings the TensorRT it requires; "
-                                   "see README, TensorRT)")
+                                   "see docs/tensorrt.md)")
             break
     return reasons
 

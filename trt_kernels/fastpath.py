@@ -3,7 +3,7 @@
 Why generated code: the per-call budget is a few microseconds (goal: at most 1.5x
 ``torch.sigmoid``), and a generic interpreter of the plan (loops over inputs, a
 closure per expression node) measured 1.88x ``torch.sigmoid`` under inference mode
-where this generated code measured 1.55x (README, "Design"). So, once per (dtype, ranks), the plan's resolved size
+where this generated code measured 1.55x (docs/design.md). So, once per (dtype, ranks), the plan's resolved size
 expressions are written out as Python source and compiled. The source is built
 only from this package's own templates, argument positions and integers; no
 user-provided string reaches it. The function it defines does, in order:

@@ -171,3 +171,21 @@ def test_enqueue_launches_the_kernel_on_the_gpu():
     plugin.enqueue([descs[0]], [descs[1]], [x.data_ptr()], [y.data_ptr()], 0, stream.cuda_stream)
     stream.synchronize()
     assert torch.equal(y, torch.ops.ttk_rtx_enqueue.scale(x, alpha))
+
+
+def test_onnx_route_example_builds_an_engine(tmp_path):
+    """``examples/onnx_route.py`` (docs/tensorrt.md quotes it) exports, parses and builds with TensorRT-RTX; on a
+    GPU TensorRT-RTX supports it also runs the engine against the eager op."""
+    r = _child([str(HERE.parents[2] / "examples" / "onnx_route.py")], tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "nodes [('onnx_ex', 'scale')]" in r.stdout
+    assert "built a TensorRT-RTX engine holding the plugin onnx_ex::scale" in r.stdout, r.stdout
+
+
+def test_onnx_route_example_says_how_to_fix_the_library_name(tmp_path):
+    env_lib = os.environ.get("LD_LIBRARY_PATH", "")
+    if any((pathlib.Path(d) / "libtensorrt_rtx.so").exists() for d in env_lib.split(os.pathsep) if d):
+        pytest.skip("libtensorrt_rtx.so resolves here (LD_LIBRARY_PATH)")
+    r = _child([str(HERE.parents[2] / "examples" / "onnx_route.py")], tmp_path, fix=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "examples/onnx_route.py: not run:" in r.stderr and "LD_LIBRARY_PATH" in r.stderr

@@ -1,0 +1,286 @@
+"""Every command and example the README and docs/ show is run here (CPU) or by the GPU tier
+(tests/gpu/test_docs_gpu.py), as its block's marker says (tests/docs_blocks.py): the docs cannot drift
+from what the package does. A block without a marker fails the first test."""
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import docs_blocks as db
+
+ALL = db.blocks()
+
+
+def _ids(items):
+    return [f"{b.where}:{c[:40]}" if isinstance(c, str) else b.where for b, c in items]
+
+
+def _by_kind(*kinds):
+    return [b for b in ALL if b.kind in kinds]
+
+
+def test_every_block_says_how_it_is_tested():
+    bad = [f"{b.where}: {b.kind or 'no <!-- docs-test: ... --> marker'}" for b in ALL if b.kind not in db.KINDS]
+    assert not bad, "blocks the docs tests do not know how to run:\n" + "\n".join(bad)
+    assert len(ALL) >= 15 and {b.path for b in ALL} >= {"README.md", "docs/cli.md", "docs/triton.md"}
+
+
+def test_readme_is_a_first_hour_page_linking_the_docs():
+    readme = (db.ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 220, "README.md grows past a first-hour page: move reference text to docs/"
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme))
+    pages = {f"docs/{p.name}" for p in (db.ROOT / "docs").glob("*.md")}
+    assert pages == linked, f"docs pages not linked from README.md: {sorted(pages - linked)}; " \
+                            f"links to missing pages: {sorted(linked - pages)}"
+    for page in (db.ROOT / "docs").glob("*.md"):
+        for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text()):
+            assert (page.parent / target).resolve().is_file(), f"{page.name} links to missing {target}"
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """A folder like the repository root for the docs' relative paths, with its own cache."""
+    for name in ("examples", "benchmarks"):
+        (tmp_path / name).symlink_to(db.ROOT / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_KERNELS_")}
+    env["TRT_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
+    return tmp_path, env
+
+
+def _distinct(pairs):
+    """One (block, command) per distinct command: the README and docs/ show some commands twice."""
+    seen = {}
+    for b, c in pairs:
+        seen.setdefault(" ".join(shlex_split_command(c)), (b, c))
+    return list(seen.values())
+
+
+def shlex_split_command(command):
+    return shlex.split(command, comments=True)
+
+
+SHELL = _distinct([(b, c) for b in _by_kind("cpu") for c in b.commands()] +
+                  [(b, c) for b in _by_kind("gpu") if "cpu-rc" in b.opts for c in b.commands()])
+
+
+@pytest.mark.parametrize("block,command", SHELL, ids=_ids(SHELL))
+def test_shell_command_runs_on_the_cpu(block, command, scratch):
+    if block.opts.get("needs") and importlib.util.find_spec(block.opts["needs"]) is None:
+        pytest.skip(f"{command!r} needs {block.opts['needs']}, which is not installed")
+    cwd, env = scratch
+    want = 0 if block.kind == "cpu" else int(block.opts["cpu-rc"])
+    if want != 0 and _has_cuda():
+        pytest.skip("runs on the GPU tier where a GPU is visible")
+    r = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == want, f"{block.where}: {command!r} exited {r.returncode}, the docs say {want}:\n{out[-4000:]}"
+    assert "Traceback" not in out, out[-4000:]
+
+
+def _has_cuda():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+COLLECT = _distinct([(b, c) for b in _by_kind("collect") for c in b.commands()])
+
+
+@pytest.fixture(scope="module")
+def collected():
+    """Each distinct pytest command of the docs, with --collect-only, started together."""
+    procs = {}
+    for block, command in COLLECT:
+        args = shlex_split_command(command)
+        assert args[:3] == ["python", "-m", "pytest"], f"{block.where}: a collect block holds {command!r}"
+        procs[command] = subprocess.Popen([sys.executable, *args[1:], "--collect-only", "-q", "-p", "no:cacheprovider"],
+                                          cwd=db.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for command, p in procs.items():
+        stdout, stderr = p.communicate(timeout=600)
+        out[command] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    return out
+
+
+@pytest.mark.parametrize("block,command", COLLECT, ids=_ids(COLLECT))
+def test_pytest_command_selects_tests(block, command, collected):
+    r = collected[command]
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    m = re.search(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", r.stdout)
+    assert m and int(m.group(1)) > 0, f"{command!r} selects no tests:\n{r.stdout[-2000:]}"
+
+
+PYTHON = [b for b in _by_kind("python") if "gpu" not in b.flags]
+# what a block must leave behind, beyond running without an exception
+CHECKS = {
+    "cpu-export": "calls = [n.target for n in ep.graph.nodes if n.op == 'call_function']\n"
+                  "assert calls == [torch.ops.my_kernels.sigmoid.default], calls\n"
+                  "val = [n for n in ep.graph.nodes if n.op == 'output'][0].args[0][0].meta['val']\n"
+                  "assert tuple(val.shape) == (4, 1000) and val.dtype == torch.float32 and val.device.type == 'meta'\n",
+}
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])
+def test_python_block_runs_on_the_cpu(block, scratch, tmp_path):
+    if block.opts.get("prelude") == "triton" and importlib.util.find_spec("triton") is None:
+        pytest.skip("needs triton (pip install 'trt-kernels[triton]')")
+    cwd, env = scratch
+    code = db.program(ALL, block) + CHECKS.get(block.opts.get("name"), "") + "\nprint('DOCS-BLOCK-OK')\n"
+    script = tmp_path / "block.py"
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "DOCS-BLOCK-OK" in r.stdout, f"{block.where}:\n{r.stderr[-4000:]}"
+
+
+def test_every_named_block_with_a_check_exists():
+    for name in CHECKS:
+        db.named(ALL, name)
+
+
+ERRORS = _by_kind("error")
+
+
+@pytest.mark.parametrize("block", ERRORS, ids=[b.where for b in ERRORS])
+def test_error_block_is_the_error_raised(block, scratch, tmp_path):
+    cwd, env = scratch
+    base = db.named(ALL, block.opts["after"]).text
+    drop = block.opts["drop"]
+    kept = [ln for ln in base.splitlines() if drop not in ln]
+    assert len(kept) < len(base.splitlines()), f"{block.where}: no line of {block.opts['after']!r} contains {drop!r}"
+    code = "\n".join(kept) + "\n"
+    script = tmp_path / "err.py"
+    script.write_text("import sys, traceback\ntry:\n    exec(compile(open(sys.argv[1]).read(), 'b', 'exec'), {})\n"
+                      "except Exception as e:\n    print(str(e)); sys.exit(0)\nsys.exit('no error raised')\n")
+    (tmp_path / "b.py").write_text(code)
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "b.py")], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = r.stdout.splitlines()
+    for i, want in enumerate(block.text.rstrip("\n").splitlines()):
+        assert i < len(got), f"{block.where}: the error has {len(got)} lines:\n{r.stdout}"
+        if want.endswith("..."):
+            assert got[i].startswith(want[:-3].rstrip(", ")), f"line {i}: {got[i]!r} vs the docs' {want!r}"
+        else:
+            assert got[i] == want, f"line {i}: {got[i]!r} vs the docs' {want!r}"
+
+
+FRAGMENTS = _by_kind("fragment")
+
+
+@pytest.mark.parametrize("block", FRAGMENTS, ids=[b.where for b in FRAGMENTS])
+def test_fragment_lines_are_in_the_example(block):
+    source = {ln.strip() for ln in (db.ROOT / block.opts["file"]).read_text().splitlines()}
+    missing = [ln for ln in block.commands() if ln.strip() not in source]
+    if missing and block.opts["file"] == "examples/dtypes_autograd.py":
+        missing = _fragment_in_example(block)
+    assert not missing, f"{block.where}: lines not in {block.opts['file']}:\n" + "\n".join(missing)
+
+
+def _fragment_in_example(block):
+    """The dtypes fragment shows a declaration the example writes with its own helper names: compare the
+    call's op name and keyword (normalized) instead of whole lines."""
+    text = (db.ROOT / block.opts["file"]).read_text()
+    op = re.search(r'cuda_kernel_op\("([^"]+)"', block.text).group(1)
+    return [] if f'ttk.cuda_kernel_op("{op}"' in text and "backward=" in text else [f"{op} with backward="]
+
+
+def test_synopsis_options_exist():
+    """Each synopsis line's options and choices are in its subcommand's --help (one process: the CLI's parser)."""
+    lines = [(b, shlex_split_command(c)) for b in _by_kind("synopsis") for c in b.commands()]
+    assert lines and all(w[0] == "trt-kernels" for _, w in lines), lines
+    subs = sorted({w[1] for _, w in lines})
+    code = ("import contextlib, io, sys\nfrom trt_kernels import cli\nfor sub in sys.argv[1:]:\n"
+            "    buf = io.StringIO()\n    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):\n"
+            "        cli.main([sub, '--help'])\n    print('=== ' + sub)\n    print(buf.getvalue())\n")
+    r = subprocess.run([sys.executable, "-c", code, *subs], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    helps = dict(part.split("\n", 1) for part in r.stdout.split("=== ")[1:])
+    for block, words in lines:
+        text = helps[words[1]]
+        assert "usage" in text, f"trt-kernels {words[1]} --help printed:\n{text}"
+        for word in words[2:]:
+            for opt in re.findall(r"--[\w-]+", word):
+                assert opt in text, f"{block.where}: `trt-kernels {words[1]} --help` does not list {opt}"
+            for choice in re.findall(r"^([a-z]+(?:\|[a-z]+)+)$", word):
+                for c in choice.split("|"):
+                    assert c in text, f"{block.where}: `trt-kernels {words[1]}` has no {c!r}"
+
+
+def _run_commands():
+    return {c for b in _by_kind("cpu", "gpu") for c in b.commands()}
+
+
+def test_output_sessions_show_commands_the_tests_run():
+    run = {shlex_split_command(c) and " ".join(shlex_split_command(c)) for c in _run_commands()}
+    for block in _by_kind("output"):
+        shown = [ln[2:] for ln in block.text.splitlines() if ln.startswith("$ ")]
+        assert shown, f"{block.where}: an output block without a `$ ` command"
+        for cmd in shown:
+            assert " ".join(shlex_split_command(cmd)) in run, f"{block.where}: `{cmd}` is not a command the tests run"
+
+
+def test_pip_blocks_name_extras_that_exist_and_ci_installs_the_test_extra():
+    extras = set(tomllib.loads((db.ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    ci = (db.ROOT / ".ci" / "run").read_text()
+    for block in _by_kind("pip"):
+        for cmd in block.commands():
+            assert cmd.startswith("pip install "), f"{block.where}: {cmd!r}"
+            for named in re.findall(r"\[([\w,-]+)\]", cmd):
+                assert set(named.split(",")) <= extras, f"{block.where}: {cmd!r} names an extra pyproject lacks"
+            if '".[test]"' in cmd:
+                assert 'pip install -q -e ".[test]"' in ci, ".ci/run no longer installs the test extra"
+            if "--index-url" in cmd:
+                assert "torch" in cmd and "download.pytorch.org/whl/cpu" in cmd
+    assert ci.index('"torch==') < ci.index('".[test]"'), ".ci/run must install CPU torch before the package"
+
+
+def test_device_blocks_parse():
+    for block in _by_kind("device"):
+        for cmd in block.commands():
+            words = shlex_split_command(cmd)
+            assert words[0] == "bash" and (db.ROOT / words[1]).is_file(), cmd
+            r = subprocess.run(["bash", "-n", str(db.ROOT / words[1])], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+
+
+def test_inline_commands_name_what_exists():
+    """Commands quoted in the prose: the subcommand, the file or the pytest marker must exist."""
+    subs = set(re.findall(r"\{([\w,-]+)\}", subprocess.run([sys.executable, "-m", "trt_kernels", "--help"],
+                                                           capture_output=True, text=True).stdout)[0].split(","))
+    markers = {m.split(":")[0] for m in tomllib.loads((db.ROOT / "pyproject.toml").read_text())
+               ["tool"]["pytest"]["ini_options"]["markers"]}
+    checked = 0
+    for where, cmd in db.inline_commands():
+        words = cmd.split()
+        if words[0] == "trt-kernels" and not words[1].startswith("-"):
+            assert words[1].split("|")[0] in subs, f"{where}: `{cmd}`"
+        elif words[0] in ("python", "python3", "bash") and words[1].endswith((".py", ".sh")) or \
+                words[0] == "bash" and words[1].startswith(".ci/"):
+            assert (db.ROOT / words[1]).is_file(), f"{where}: `{cmd}`: no such file"
+        elif words[:3] == ["python", "-m", "pytest"] and "-m" in words[3:]:
+            marker = words[words.index("-m", 3) + 1].strip("\"'")
+            assert marker in markers, f"{where}: `{cmd}`: no marker {marker!r}"
+        else:
+            continue
+        checked += 1
+    assert checked >= 10
+
+
+def test_benchmarks_the_docs_name_parse_their_arguments():
+    """The benchmark scripts the docs name answer --help without a GPU (their runs are GPU-tier work)."""
+    scripts = {w.split()[1] for _, w in db.inline_commands() if w.split()[1].startswith("benchmarks/")}
+    assert scripts, "the docs name no benchmark"
+    for s in sorted(scripts):
+        r = subprocess.run([sys.executable, str(db.ROOT / s), "--help"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "usage" in r.stdout.lower(), f"{s} --help:\n{r.stdout[-1500:]}{r.stderr[-1500:]}"
+
+
+def test_shutil_which_finds_the_console_script():
+    assert shutil.which("trt-kernels"), "the docs' `trt-kernels` commands need the package installed (pip install -e .)"
