@@ -178,17 +178,7 @@ FRAGMENTS = _by_kind("fragment")
 def test_fragment_lines_are_in_the_example(block):
     source = {ln.strip() for ln in (db.ROOT / block.opts["file"]).read_text().splitlines()}
     missing = [ln for ln in block.commands() if ln.strip() not in source]
-    if missing and block.opts["file"] == "examples/dtypes_autograd.py":
-        missing = _fragment_in_example(block)
     assert not missing, f"{block.where}: lines not in {block.opts['file']}:\n" + "\n".join(missing)
-
-
-def _fragment_in_example(block):
-    """The dtypes fragment shows a declaration the example writes with its own helper names: compare the
-    call's op name and keyword (normalized) instead of whole lines."""
-    text = (db.ROOT / block.opts["file"]).read_text()
-    op = re.search(r'cuda_kernel_op\("([^"]+)"', block.text).group(1)
-    return [] if f'ttk.cuda_kernel_op("{op}"' in text and "backward=" in text else [f"{op} with backward="]
 
 
 def test_synopsis_options_exist():
