@@ -321,7 +321,7 @@ def _resolve(e, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> Ex
             k = [d.name for d in scalars].index(node.input_name)
             n = scalar_len(scalars[k])
             index = None if node.index is None else node.index % n
-            return ScalarOf(k, index, node.input_name + ("" if index is None else f"[{index}]"))
+            return ScalarOf(k, index, node.input_name)
         return node
 
     return resolve(lift(e), leaf)
