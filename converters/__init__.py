@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.registry import lookup
+from trt_kernels.signature import scalar_len, scalar_value
 
 
 def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[List[Tuple[str, Any]], Dict[str, Any]]:
@@ -34,12 +35,14 @@ def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[L
         if kind == "tensor":
             tensors.append((d.name, val))
         else:
-            if hasattr(val, "meta") or type(val).__name__ in ("ITensor", "Node"):
+            items = val if isinstance(val, (list, tuple)) else [val]
+            if any(hasattr(v, "meta") or type(v).__name__ in ("ITensor", "Node") for v in items):
                 raise InputError(
                     f"{kop.op_name}: scalar {d.name!r} is not a constant in the traced graph; TensorRT plugin "
                     "attributes are fixed when the engine is built. Fix: pass a Python number"
+                    + ("" if scalar_len(d) is None else f" for each of its {scalar_len(d)} values")
                 )
-            attrs[d.name] = d.py_type(val)
+            attrs[d.name] = scalar_value(kop.op_name, d, val)
     return tensors, attrs
 
 

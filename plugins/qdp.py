@@ -34,6 +34,7 @@ from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
+from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 from .shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 
@@ -62,14 +63,18 @@ Int32Attribute = _array_annotation(np.int32)
 _ATTR_ARRAY = {float: (np.float32, Float32Attribute), int: (np.int32, Int32Attribute)}
 
 
-def attr_annotation(py_type: type):
-    """The plugin attribute annotation of a scalar input of ``py_type``."""
-    entry = _ATTR_ARRAY.get(py_type)
+def attr_annotation(py_type):
+    """The plugin attribute annotation of a scalar input of ``py_type`` (a tuple ``(int, n)`` is an int32
+    array attribute of ``n`` elements, as TensorRT's own samples pass ``pads``)."""
+    entry = _ATTR_ARRAY.get(py_type[0] if isinstance(py_type, tuple) else py_type)
     return entry[1] if entry is not None else py_type
 
 
-def attr_value(decl, value):
-    """A plugin attribute (a one-element array, or a Python scalar from a caller) as ``decl.py_type``."""
+def attr_value(decl, value, op: str = ""):
+    """A plugin attribute (a one-element array, or a Python scalar from a caller) as ``decl.py_type``;
+    a tuple input's (an array of its length, or a tuple / list) as a tuple."""
+    if scalar_len(decl) is not None:
+        return scalar_value(op or "plugin", decl, value)
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise InputError(f"scalar {decl.name!r}: expected one value, got an array of {value.size}")
@@ -79,13 +84,16 @@ def attr_value(decl, value):
 
 def attr_field(decl, value):
     """What the converter passes to ``trtp.op.ns.name(..., name=value)`` for a scalar input."""
-    entry = _ATTR_ARRAY.get(decl.py_type)
+    entry = _ATTR_ARRAY.get(scalar_type(decl))
     if entry is None:
         return decl.py_type(value)
     np_type = entry[0]
-    if np_type is np.int32 and not -(2**31) <= int(value) < 2**31:
-        raise InputError(f"scalar {decl.name!r} = {value} does not fit a 32-bit C int")
-    return np.array([value], dtype=np_type)
+    items = [value] if scalar_len(decl) is None else list(value)
+    for k, v in enumerate(items):
+        if np_type is np.int32 and not -(2**31) <= int(v) < 2**31:
+            label = repr(decl.name) if scalar_len(decl) is None else f"{decl.name!r}[{k}]"
+            raise InputError(f"scalar {label} = {v} does not fit a 32-bit C int")
+    return np.array(items, dtype=np_type)
 
 
 def float_bits(value: float) -> int:
@@ -147,7 +155,7 @@ class PluginBuilder:
     def signature(self) -> tuple:
         """What TensorRT's plugin registry fixed when the plugin was registered: the descriptor's inputs
         and attributes, the number of outputs and whether there is an AOT implementation."""
-        return (tuple(self.tensor_names), tuple((d.name, d.py_type.__name__) for d in self.scalar_decls),
+        return (tuple(self.tensor_names), tuple((d.name, scalar_type_name(d)) for d in self.scalar_decls),
                 self.n_out, self.has_aot)
 
     # ----- signatures -----
@@ -185,11 +193,16 @@ class PluginBuilder:
                 return td
         return self.kop.dtypes[0]
 
-    def output_shapes(self, inputs) -> List[Tuple[Any, torch.dtype, Any]]:
-        """``(shape expressions or None for 'like input k', dtype, like)`` per output."""
+    def scalars(self, a: Dict[str, Any]) -> List[Any]:
+        """The scalar attributes' values (TensorRT gives them when it builds), in declaration order."""
+        return [attr_value(d, a[d.name], self.op_name) for d in self.scalar_decls]
+
+    def output_shapes(self, inputs, scalars=()) -> List[Tuple[Any, torch.dtype, Any]]:
+        """``(shape expressions or None for 'like input k', dtype, like)`` per output; ``scalars``: the
+        attributes' values, constants in the shape expressions that read them."""
         ranks = tuple(len(d.shape_expr) for d in inputs)
         kdt = self._kernel_dtype(inputs)
-        ev = TrtEvaluator(self.trtp, inputs)
+        ev = TrtEvaluator(self.trtp, inputs, scalars)
         if self.kop.sig.has_outputs:
             plan = self.kop.plan(ranks)
             dts = self.kop.sig.io_dtypes(kdt)[len(inputs):]
@@ -205,7 +218,7 @@ class PluginBuilder:
         def body(a: Dict[str, Any]):
             inputs = [a[n] for n in self.tensor_names]
             outs = []
-            for shape, dt, like in self.output_shapes(inputs):
+            for shape, dt, like in self.output_shapes(inputs, self.scalars(a)):
                 desc = inputs[like if like is not None else 0].like()
                 if shape is not None:
                     se = trtp.ShapeExprs(len(shape))
@@ -233,32 +246,39 @@ class PluginBuilder:
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
             plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
-            ev = TrtEvaluator(trtp, inputs)
+            scalars = self.scalars(a)
+            ev = TrtEvaluator(trtp, inputs, scalars)
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
             launch.block_x, launch.block_y, launch.block_z = plan.block
             launch.shared_mem = evaluate(plan.shared_mem, ev)
-            extra = trtp.SymIntExprs(len(self.scalar_decls) + len(plan.extras))
-            for i, d in enumerate(self.scalar_decls):
-                extra[i] = self.scalar_arg(d, attr_value(d, a[d.name]))
+            # the scalars, baked in (a tuple input as its elements, in order), then the extras
+            args = [self.scalar_arg(d, v, k) for d, value in zip(self.scalar_decls, scalars)
+                    for k, v in enumerate(scalar_items(d, value))]
+            extra = trtp.SymIntExprs(len(args) + len(plan.extras))
+            for i, arg in enumerate(args):
+                extra[i] = arg
             for j, e in enumerate(plan.extras):
-                extra[len(self.scalar_decls) + j] = trtp.SymInt32(evaluate(e, ev))
+                extra[len(args) + j] = trtp.SymInt32(evaluate(e, ev))
             return symbol, ptx, launch, extra
 
         return self._make("aot_impl", body, params, ret)
 
-    def scalar_arg(self, decl, value):
+    def scalar_arg(self, decl, value, index: int = 0):
+        """One scalar (element ``index`` of a tuple input) as the extra argument the kernel reads."""
         trtp = self.trtp
-        if decl.py_type is float:
+        t = scalar_type(decl)
+        label = repr(decl.name) if scalar_len(decl) is None else f"{decl.name!r}[{index}]"
+        if t is float:
             try:
                 return trtp.SymInt32(float_bits(value))
             except (OverflowError, struct.error):
-                raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {value!r} does not fit a 32-bit C float") from None
-        if decl.py_type is bool:
+                raise InputError(f"{self.kop.op_name}: scalar {label} = {value!r} does not fit a 32-bit C float") from None
+        if t is bool:
             return trtp.SymInt32(1 if value else 0)
         v = int(value)
         if not -(2**31) <= v < 2**31:
-            raise InputError(f"{self.kop.op_name}: scalar {decl.name!r} = {v} does not fit a 32-bit C int")
+            raise InputError(f"{self.kop.op_name}: scalar {label} = {v} does not fit a 32-bit C int")
         return trtp.SymInt32(v)
 
     def impl(self):
@@ -277,7 +297,7 @@ class PluginBuilder:
                     args.append(torch.as_tensor(a[next(ti)], device="cuda"))
                 else:
                     d = next(si)
-                    args.append(attr_value(d, a[d.name]))
+                    args.append(attr_value(d, a[d.name], kop.op_name))
             outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
             launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
 

@@ -38,9 +38,10 @@ def torch_dtype(trt, value) -> Optional[torch.dtype]:
 class TrtEvaluator(Evaluator):
     """Evaluates plan expressions to ``trtp.ShapeExpr`` (or plain ints where everything is constant)."""
 
-    def __init__(self, trtp, inputs: Sequence[Any]):
+    def __init__(self, trtp, inputs: Sequence[Any], scalars: Sequence[Any] = ()):
         self.trtp = trtp
         self.inputs = inputs
+        self.scalars = scalars  # the attributes' values: constants in the shape expressions
 
     def dim(self, tensor: int, axis: int):
         return self.inputs[tensor].shape_expr[axis]

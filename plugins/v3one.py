@@ -39,6 +39,7 @@ import torch
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
 from trt_kernels.registry import lookup
+from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_value
 
 from .shapes import torch_dtype, trt_dtype
 
@@ -129,8 +130,9 @@ def parser_problem(trt) -> Optional[str]:
 
 
 def _fields_of(kop) -> List[tuple]:
-    """(name, numpy type, TensorRT field type) of each scalar input: the plugin's fields."""
-    return [(d.name, {float: np.float32, int: np.int32, bool: np.int32}[d.py_type], d.py_type)
+    """(name, numpy type, Python type of an element, declaration) of each scalar input: the plugin's fields
+    (a tuple input is one field of its length)."""
+    return [(d.name, {float: np.float32, int: np.int32, bool: np.int32}[scalar_type(d)], scalar_type(d), d)
             for d in kop.sig.scalar_decls]
 
 
@@ -204,6 +206,7 @@ def _make_classes(trt):
             kop = self.kop
             ranks = tuple(len(x) for x in inputs)
             ev = ExprBuilderEvaluator(trt, expr_builder, inputs)
+            ev.scalars = [self.scalars[d.name] for d in kop.sig.scalar_decls]  # constants in the shapes
             out = []
             for o in (kop.plan(ranks).outputs if kop.sig.has_outputs else kop.meta_outputs(ranks)):
                 if getattr(o, "like", None) is not None:
@@ -253,15 +256,15 @@ def _make_classes(trt):
         def get_fields_to_serialize(self):
             kop = self.kop
             return trt.PluginFieldCollection([
-                trt.PluginField(n, np.array([self.scalars[n]], dtype=npt), field_type[py])
-                for n, npt, py in _fields_of(kop)])
+                trt.PluginField(n, np.array(scalar_items(d, self.scalars[n]), dtype=npt), field_type[py])
+                for n, npt, py, d in _fields_of(kop)])
 
         def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
             from trt_kernels.torch_op import launch_into
 
             kop = self.kop
             tensors = iter(_device_tensor(trt, d, p) for d, p in zip(input_desc, inputs))
-            args = [next(tensors) if k == "tensor" else s.py_type(self.scalars[s.name])
+            args = [next(tensors) if k == "tensor" else scalar_value(self.op_name, s, self.scalars[s.name])
                     for k, s in zip(kop.sig.arg_kinds, kop.sig.inputs)]
             outs = [_device_tensor(trt, d, p) for d, p in zip(output_desc, outputs)]
             launch_into(kop, args, outs, int(stream), tactic=self.tactic)
@@ -274,7 +277,7 @@ def _make_classes(trt):
             self.op_name = kop.op_name
             self.name, self.plugin_namespace, self.plugin_version = kop.name, kop.namespace, PLUGIN_VERSION
             self.field_names = trt.PluginFieldCollection([
-                trt.PluginField(n, np.array([], dtype=npt), field_type[py]) for n, npt, py in _fields_of(kop)])
+                trt.PluginField(n, np.array([], dtype=npt), field_type[py]) for n, npt, py, _ in _fields_of(kop)])
 
         def create_plugin(self, name, fc, phase):
             kop = lookup(self.op_name)
@@ -286,14 +289,16 @@ def _make_classes(trt):
             names = [d.name for d in kop.sig.inputs]
             for d in kop.sig.scalar_decls:
                 v = given.get(d.name)
-                if v is None or v.size != 1:
+                size = scalar_len(d) or 1
+                if v is None or v.size != size:
                     i = names.index(d.name) - (len(names) - len(kop.defaults))
                     if v is None and 0 <= i < len(kop.defaults):
                         scalars[d.name] = kop.defaults[i]
                         continue
-                    raise InputError(f"{self.op_name}: plugin field {d.name!r} is missing or not one value "
-                                     f"(fields given: {sorted(given)}). Fix: give the node a {d.name} attribute")
-                scalars[d.name] = d.py_type(v[0].item())
+                    raise InputError(f"{self.op_name}: plugin field {d.name!r} is missing or not {size} value"
+                                     f"{'s' if size > 1 else ''} (fields given: {sorted(given)}). Fix: give the node "
+                                     f"a {d.name} attribute")
+                scalars[d.name] = scalar_value(self.op_name, d, v.tolist() if scalar_len(d) else v[0].item())
             n_out = len(kop.sig.outputs) or len(kop.meta_outputs())
             p = KernelPlugin(self.op_name, scalars, n_out)
             _KEEP.add(p)

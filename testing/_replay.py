@@ -30,6 +30,7 @@ import torch
 from trt_kernels import registry
 from trt_kernels.plugins.qdp import register_plugin
 from trt_kernels.plugins.shapes import torch_dtype
+from trt_kernels.signature import scalar_value
 
 from ._standin import standin
 
@@ -79,7 +80,8 @@ def _arguments(op, args):
     """The op's record, its contiguous tensor inputs, its scalar attributes and TensorRT's input list."""
     kop = registry.get(_op_name(op))
     tensors = [a.contiguous() for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
-    attrs = {d.name: d.py_type(a) for d, a, k in zip(kop.sig.inputs, args, kop.sig.arg_kinds) if k == "scalar"}
+    attrs = {d.name: scalar_value(kop.op_name, d, a) for d, a, k in zip(kop.sig.inputs, kop.with_defaults(tuple(args)),
+                                                                       kop.sig.arg_kinds) if k == "scalar"}
     return kop, tensors, attrs, [(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors]
 
 

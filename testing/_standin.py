@@ -236,9 +236,9 @@ class Standin:
         return self.trt.Builder(self.trt.Logger()).create_network(bits)
 
     def attribute_values(self, plugin_id: str, attrs: Mapping[str, Any]) -> Dict[str, Any]:
-        """``attrs`` as ``trtp.op.ns.name(...)`` takes them: a Python number given for an attribute the
-        plugin annotates as a one-element numpy array (how trt_kernels' plugins declare float and int
-        scalars) becomes that array; anything else is passed as given."""
+        """``attrs`` as ``trtp.op.ns.name(...)`` takes them: a Python number (or a tuple or list of them) given
+        for an attribute the plugin annotates as a numpy array (how trt_kernels' plugins declare float and int
+        scalars, and tuples of them) becomes that array; anything else is passed as given."""
         import numpy as np
 
         desc = sys.modules["tensorrt.plugin._lib"].QDP_REGISTRY.get(plugin_id)
@@ -246,9 +246,10 @@ class Standin:
         for key, value in attrs.items():
             ann = (desc.input_attrs or {}).get(key) if desc is not None else None
             origin = typing.get_origin(ann) or getattr(ann, "__origin__", None)
-            if origin is np.ndarray and isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if origin is np.ndarray and (number or isinstance(value, (list, tuple))):
                 args = typing.get_args(ann) or ann.__args__  # NDArray[dtype], or a class carrying the same
-                out[key] = np.array([value], dtype=typing.get_args(args[1])[0])
+                out[key] = np.array([value] if number else list(value), dtype=typing.get_args(args[1])[0])
         return out
 
     def build(self, plugin_id: str, inputs: Sequence[Tuple[Any, Sequence[int]]] = (),

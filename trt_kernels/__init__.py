@@ -16,7 +16,7 @@ from .errors import (
     PtxVersionError,
     SpecError,
 )
-from .expr import DimSize, Numel, cdiv, maximum, minimum
+from .expr import DimSize, Numel, Scalar, cdiv, maximum, minimum
 from .spec import (
     Custom,
     Elementwise,
@@ -41,7 +41,7 @@ def __getattr__(name):
 
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
-    "ReduceDims", "Reduction", "SameAs", "ScalarInput", "cuda_kernel_op", "ptx_op", "unregister",
+    "ReduceDims", "Reduction", "SameAs", "Scalar", "ScalarInput", "cuda_kernel_op", "ptx_op", "unregister",
     "triton_kernel_op", "TritonConfig",
     "cdiv", "maximum", "minimum",
     "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import CompileError, KernelABIError
 from .registry import CHECK_ARCH
+from .signature import scalar_len
 
 SCHEMA = "trt-kernels.inspect/1"
 FALLBACK_ARCH = CHECK_ARCH
@@ -207,7 +208,8 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
             dt = _dt.short(src.dtype) if src.dtype is not None else f"dtype of {src.name}"
         outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
     args = [f"{n}.data_ptr()" for n in names]
-    args += [d.name for d in sig.scalar_decls]
+    args += [d.name if n is None else f"{d.name}[{k}]" for d in sig.scalar_decls
+             for n in [scalar_len(d)] for k in range(n or 1)]
     args += [f(e) for e in p.extras]
     args += [f"{o.name}.data_ptr()" for o in sig.outputs]
     return {

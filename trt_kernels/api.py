@@ -200,10 +200,9 @@ def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):
         ann = p.annotation
         if ann in (torch.Tensor, "torch.Tensor", "Tensor"):
             out.append(InputDecl(p.name))
-        elif ann in (float, int, bool):
-            out.append(ScalarInput(p.name, ann))
-        elif ann in ("float", "int", "bool"):
-            out.append(ScalarInput(p.name, {"float": float, "int": int, "bool": bool}[ann]))
+        elif ann in (float, int, bool) or ann in ("float", "int", "bool"):
+            default = None if p.default is inspect.Parameter.empty else p.default  # kept, as in the schema
+            out.append(ScalarInput(p.name, {"float": float, "int": int, "bool": bool}.get(ann, ann), default))
         else:
             raise SpecError(f"{op_name}: meta_fn parameter {p.name!r} has annotation {ann!r}. "
                             "Fix: annotate it torch.Tensor, float, int or bool, or pass inputs=[...]")

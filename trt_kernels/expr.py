@@ -1,7 +1,7 @@
 """Small symbolic integer expressions over the inputs' sizes.
 
 Authors write them with :class:`Numel` and :class:`DimSize` (which name an
-input) combined with ``+ - * //`` and :func:`cdiv` / :func:`maximum` /
+input) and :class:`Scalar` (an int scalar input's value) combined with ``+ - * //`` and :func:`cdiv` / :func:`maximum` /
 :func:`minimum`. They are used for kernel extras, output shapes and custom
 launch geometry.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 
 class Expr:
@@ -87,6 +87,29 @@ class DimSize(Expr):
 
 
 @dataclass(frozen=True)
+class Scalar(Expr):
+    """The value of an ``int`` scalar input, ``Scalar("k")``, or one element of an int tuple input,
+    ``Scalar("pads")[0]``: in an output shape, an extra or the geometry, it is the call's value
+    (eager and the fake impl) or the plugin attribute's (TensorRT, fixed when the engine is built)."""
+
+    input_name: str
+    index: Optional[int] = None
+
+    def __getitem__(self, index: int) -> "Scalar":
+        if self.index is not None:
+            raise TypeError(f"{self} is one element already; index the tuple input once, e.g. Scalar('pads')[0]")
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"Scalar({self.input_name!r})[{index!r}]: the index must be an int")
+        return Scalar(self.input_name, index)
+
+    def __iter__(self):  # __getitem__ would otherwise make it iterable without end
+        raise TypeError(f"{self} is not iterable; index it, e.g. Scalar({self.input_name!r})[0]")
+
+    def __str__(self) -> str:
+        return f"Scalar({self.input_name!r})" + ("" if self.index is None else f"[{self.index}]")
+
+
+@dataclass(frozen=True)
 class BinOp(Expr):
     op: str  # add sub mul floordiv cdiv max min
     lhs: Expr
@@ -119,6 +142,19 @@ class NumelOf(Expr):
 
     def __str__(self) -> str:
         return f"in{self.tensor}.numel()"
+
+
+@dataclass(frozen=True)
+class ScalarOf(Expr):
+    """The value of scalar input number ``scalar`` (among the scalar inputs), or its element ``index``
+    (>= 0) for a tuple input; ``name`` is the input's, for messages."""
+
+    scalar: int
+    index: Optional[int]
+    name: str
+
+    def __str__(self) -> str:
+        return self.name + ("" if self.index is None else f"[{self.index}]")
 
 
 def lift(value: ExprLike) -> Expr:
@@ -216,6 +252,13 @@ class Evaluator:
     def numel(self, tensor: int) -> Any:
         raise NotImplementedError
 
+    def scalar(self, scalar: int, index: Optional[int]) -> Any:
+        """The value of scalar input ``scalar`` (element ``index`` of a tuple input)."""
+        value = self.scalars[scalar]
+        return value if index is None else value[index]
+
+    scalars: Sequence[Any] = ()  # the scalar inputs' values, in declaration order
+
     def add(self, a: Any, b: Any) -> Any:
         return a + b
 
@@ -247,6 +290,8 @@ def evaluate(e: Expr, ev: Evaluator) -> Any:
         return ev.dim(e.tensor, e.axis)
     if isinstance(e, NumelOf):
         return ev.numel(e.tensor)
+    if isinstance(e, ScalarOf):
+        return ev.scalar(e.scalar, e.index)
     raise TypeError(f"unresolved expression node {e!r}; resolve names against the spec first")
 
 
@@ -254,8 +299,9 @@ class ShapeEvaluator(Evaluator):
     """Evaluates over objects with ``.shape`` and ``.numel()``: ints for real tensors,
     SymInts for fake ones (the fake impl under ``torch.compile`` / ``torch.export``)."""
 
-    def __init__(self, tensors: Sequence[Any]):
+    def __init__(self, tensors: Sequence[Any], scalars: Sequence[Any] = ()):
         self.tensors = tensors
+        self.scalars = scalars
 
     def dim(self, tensor: int, axis: int) -> Any:
         return self.tensors[tensor].shape[axis]
@@ -281,8 +327,9 @@ class ShapeEvaluator(Evaluator):
 class SizesEvaluator(Evaluator):
     """Evaluates over plain shape tuples (used by tests and the replay checker)."""
 
-    def __init__(self, shapes: Sequence[Sequence[int]]):
+    def __init__(self, shapes: Sequence[Sequence[int]], scalars: Sequence[Any] = ()):
         self.shapes = shapes
+        self.scalars = scalars
 
     def dim(self, tensor: int, axis: int) -> int:
         return int(self.shapes[tensor][axis])

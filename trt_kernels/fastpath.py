@@ -23,15 +23,15 @@ from __future__ import annotations
 import itertools
 import struct
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from .errors import InputError, LaunchError
-from .expr import BinOp, Const, Dim, Expr, NumelOf
+from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
 from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from .plan import GRID_LIMITS, INT32_MAX, INT64_MAX, LaunchPlan, concrete
-from .signature import SCALAR_TYPES
+from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -66,16 +66,25 @@ def unwritten_error(op_name: str, grid) -> InputError:
 
 
 def scalar_error(kop, args, exc) -> InputError:
-    """The clear error for a scalar argument that does not fit its C type."""
+    """The clear error for a scalar argument that does not fit its C type (or a tuple input of the
+    wrong length)."""
     for i, d in enumerate(kop.sig.inputs):
         if kop.sig.arg_kinds[i] != "scalar":
             continue
         val = args[i]
-        try:
-            struct.pack("=" + SCALAR_TYPES[d.py_type][2], val)
-        except (struct.error, OverflowError):
-            kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[d.py_type]
-            return InputError(f"{kop.op_name}: scalar {d.name!r} = {val!r} does not fit {kind}. Fix: pass a value in range")
+        t, n = scalar_type(d), scalar_len(d)
+        if n is not None:
+            try:
+                scalar_value(kop.op_name, d, val)  # the length and the element types
+            except InputError as e:
+                return e
+        for k, v in enumerate([val] if n is None else val):
+            try:
+                struct.pack("=" + SCALAR_TYPES[t][2], v)
+            except (struct.error, OverflowError):
+                kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[t]
+                label = repr(d.name) if n is None else f"{d.name!r}[{k}]"
+                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {kind}. Fix: pass a value in range")
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
 
 
@@ -100,12 +109,24 @@ _PY_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}
 
 
 class _Names:
-    """Hoisted reads of sizes: ``n{t} = a.numel()``, ``s{t} = a.shape``."""
+    """Hoisted reads of sizes: ``n{t} = a.numel()``, ``s{t} = a.shape``, ``c{s}_{i} = a[i]`` (an int
+    scalar input, or an element of an int tuple input, read by a size expression)."""
 
-    def __init__(self, arg_of_tensor: List[int]):
+    def __init__(self, arg_of_tensor: List[int], arg_of_scalar: Sequence[int] = ()):
         self.arg_of_tensor = arg_of_tensor
+        self.arg_of_scalar = arg_of_scalar
         self.lines: List[str] = []
         self.have: set = set()
+        self.scalars: List[str] = []  # the hoisted scalar names, whose C int range the launcher checks
+
+    def scalar(self, s: int, index: Optional[int]) -> str:
+        name = f"c{s}" if index is None else f"c{s}_{int(index)}"
+        if name not in self.have:
+            self.have.add(name)
+            arg = f"a{self.arg_of_scalar[s]}"
+            self.lines.append(f"    {name} = {arg}" if index is None else f"    {name} = {arg}[{int(index)}]")
+            self.scalars.append(name)
+        return name
 
     def numel(self, t: int) -> str:
         name = f"n{t}"
@@ -130,6 +151,8 @@ def py_source(e: Expr, names: _Names) -> str:
         return names.numel(e.tensor)
     if isinstance(e, Dim):
         return f"{names.shape(e.tensor)}[{int(e.axis)}]"
+    if isinstance(e, ScalarOf):
+        return names.scalar(e.scalar, e.index)
     if isinstance(e, BinOp):
         lhs, rhs = py_source(e.lhs, names), py_source(e.rhs, names)
         if e.op in _PY_OPS:
@@ -146,6 +169,8 @@ def _may_be_negative(e: Expr) -> bool:
     """Whether a size expression can be negative (it subtracts, or holds a negative constant)."""
     if isinstance(e, Const):
         return e.value < 0
+    if isinstance(e, ScalarOf):  # a scalar input's value may be anything
+        return True
     if isinstance(e, BinOp):
         return e.op == "sub" or _may_be_negative(e.lhs) or _may_be_negative(e.rhs)
     return False
@@ -187,7 +212,8 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     nargs = len(kinds)
     tpos = list(kop.sig.tensor_pos)
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
-    names = _Names(tpos)
+    names = _Names(tpos, spos)
+    tuples = [(p, scalar_len(d)) for p, d in zip(spos, kop.sig.scalar_decls) if scalar_len(d) is not None]
     pack = kop.param_pack(kdt, len(scratch))
     P = prefix
 
@@ -218,9 +244,13 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     def scalar_error_(args, exc):
         raise scalar_error(kop, args, exc) from None
 
+    def bad_scalars(args):
+        raise scalar_error(kop, args, None)
+
     def size_error(args):
         shapes = [tuple(args[p].shape) for p in tpos]
-        concrete(plan, shapes, kop.sig.tensor_names)  # raises the InputError that names the expression
+        concrete(plan, shapes, kop.sig.tensor_names, [args[p] for p in spos],
+                 [d.name for d in kop.sig.scalar_decls])  # raises the InputError that names the expression
         raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
 
     def unwritten(gx, gy, gz):
@@ -241,7 +271,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"{P}stream": stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
         f"{P}funcs": kernel._functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
-        f"{P}scratch": scratch_,
+        f"{P}scratch": scratch_, f"{P}bad_scalars": bad_scalars,
     }
     for i, d in enumerate(out_dtypes):
         ns[f"{P}odt{i}"] = d
@@ -251,12 +281,17 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and {P}grad_enabled(): {P}no_backward()")
     for t in range(1, len(tpos)):
         body.append(f"    if a{tpos[t]}.get_device() != dev: {P}bad_device({t}, a{tpos[0]}, a{tpos[t]})")
+    if tuples:  # torch does not check the length of an int[n] / float[n] argument
+        body.append(f"    if {' or '.join(f'len(a{p}) != {n}' for p, n in tuples)}: {P}bad_scalars(({params},))")
     # sizes: extras, grid, shared memory, non-trivial output shapes
     extra_src = [py_source(e, names) for e in plan.extras]
     grid_src = [py_source(e, names) for e in plan.grid]
     smem_src = py_source(plan.shared_mem, names)
     out_shape_src = [None if o.like is not None else [py_source(e, names) for e in o.shape] for o in plan.outputs]
     body += names.lines
+    if names.scalars:  # a scalar read by a size: its C int range first (it sizes what is allocated)
+        body.append(f"    if {' or '.join(f'not {-INT32_MAX - 1} <= {c} <= {INT32_MAX}' for c in names.scalars)}: "
+                    f"{P}bad_scalars(({params},))")
     sizes: List[str] = [f"x{i} = {src}" for i, src in enumerate(extra_src)]
     sizes.append(f"gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
     negative = [g for g, e in zip(("gx", "gy", "gz"), plan.grid) if _may_be_negative(e)]
@@ -302,7 +337,8 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         else:
             dims = "".join(f"{d}, " for d in dims_of[i])
             body.append(f"    o{i} = {P}empty(({dims}), dtype={P}odt{i}, device=a{tpos[0]}.device)")
-    vals = [f"a{p}.data_ptr()" for p in tpos] + [f"a{p}" for p in spos]
+    lens = dict(tuples)
+    vals = [f"a{p}.data_ptr()" for p in tpos] + [f"*a{p}" if p in lens else f"a{p}" for p in spos]
     vals += [f"x{i}" for i in range(len(extra_src))] + [f"o{i}.data_ptr()" for i in range(len(plan.outputs))]
     bx, by, bz = plan.block
     # a grid axis that is a constant (1 for most geometries) needs no emptiness test

@@ -79,7 +79,7 @@ import contextlib
 import inspect
 import re
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import torch
 
@@ -87,6 +87,7 @@ from . import registry
 from .dtypes import SUPPORTED
 from .errors import OnnxExportError
 from .op import KernelOp
+from .signature import scalar_len, scalar_type, scalar_type_name
 
 #: the plugin version of an op's ONNX-route plugin (``"1"`` is its plugin on the Torch-TensorRT route)
 PLUGIN_VERSION = "2"
@@ -202,7 +203,9 @@ def _node_schema(kop: KernelOp, onnx):
         outputs.append(formal(name, f"O{j}"))
 
     kinds = {float: attr_type.FLOAT, int: attr_type.INT, bool: attr_type.INT}
-    attributes = [attribute(s.name, kinds[s.py_type], f"{s.py_type.__name__} argument") for s in sig.scalar_decls]
+    lists = {float: attr_type.FLOATS, int: attr_type.INTS}  # a tuple input: one list attribute
+    attributes = [attribute(s.name, (kinds if scalar_len(s) is None else lists)[scalar_type(s)],
+                            f"{scalar_type_name(s)} argument") for s in sig.scalar_decls]
     attributes += [attribute("plugin_namespace", attr_type.STRING, "the plugin creator's namespace"),
                    attribute("plugin_version", attr_type.STRING, "the plugin creator's version")]
     return op_schema(kop.name, kop.namespace, DOMAIN_VERSION,
@@ -210,26 +213,37 @@ def _node_schema(kop: KernelOp, onnx):
                      inputs=inputs, outputs=outputs, type_constraints=constraints, attributes=attributes)
 
 
-def _attribute(kop: KernelOp, decl, value: Any) -> Union[int, float]:
-    """The node attribute for scalar argument ``decl`` traced as ``value``."""
-    t = decl.py_type
+def _attribute(kop: KernelOp, decl, value: Any) -> Union[int, float, List[Union[int, float]]]:
+    """The node attribute for scalar argument ``decl`` traced as ``value`` (a list for a tuple input)."""
+    n = scalar_len(decl)
+    if n is None:
+        return _attribute_one(kop, decl, value, scalar_type(decl), repr(decl.name))
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise OnnxExportError(
+            f"{kop.op_name}: argument {decl.name!r} takes {n} {scalar_type(decl).__name__}s, traced as {value!r}"[:300]
+            + f". Fix: pass a tuple or list of {n} Python {scalar_type(decl).__name__}s")
+    return [_attribute_one(kop, decl, v, scalar_type(decl), f"{decl.name!r}[{k}]") for k, v in enumerate(value)]
+
+
+def _attribute_one(kop: KernelOp, decl, value: Any, t: type, label: str) -> Union[int, float]:
+    """One node attribute value (an element of a list attribute) of type ``t``."""
     is_number = isinstance(value, (bool, int, float))
     if t is float and is_number and not isinstance(value, bool):
         return float(value)
     if t is int and is_number and isinstance(value, int) and not isinstance(value, bool):
         if not _INT32_MIN <= value <= _INT32_MAX:
             raise OnnxExportError(
-                f"{kop.op_name}: int argument {decl.name!r} is {value}, outside int32: the kernel takes a C int and "
+                f"{kop.op_name}: int argument {label} is {value}, outside int32: the kernel takes a C int and "
                 "TensorRT reads the attribute as an INT32 plugin field. Fix: pass a value in int32 range")
         return int(value)
     if t is bool and is_number and value in (0, 1) and not isinstance(value, float):
         return int(value)
     if is_number:
         raise OnnxExportError(
-            f"{kop.op_name}: {t.__name__} argument {decl.name!r} was traced as {type(value).__name__} {value!r}. "
+            f"{kop.op_name}: {t.__name__} argument {label} was traced as {type(value).__name__} {value!r}. "
             f"Fix: pass a Python {t.__name__}")
     raise OnnxExportError(
-        f"{kop.op_name}: {t.__name__} argument {decl.name!r} is not a constant in the traced graph: it is computed "
+        f"{kop.op_name}: {t.__name__} argument {label} is not a constant in the traced graph: it is computed "
         f"while the model runs ({value!r}), e.g. from a tensor's value (.item()) or from a dynamic size. The TensorRT "
         f"plugin takes {decl.name!r} as a node attribute, fixed when the engine is built. Fix: pass a Python "
         f"{t.__name__} constant (e.g. a module attribute set before export), or make the value a tensor input of the op")
@@ -244,8 +258,8 @@ def _translation(kop: KernelOp, node_op) -> Callable:
     for i, (d, kind) in enumerate(zip(sig.inputs, sig.arg_kinds)):
         default = kop.defaults[i - first_default] if i >= first_default else inspect.Parameter.empty
         params.append(inspect.Parameter(d.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
-        if kind == "scalar":
-            annotations[d.name] = d.py_type  # torch reads an annotated float/int/bool parameter as an attribute
+        if kind == "scalar":  # torch reads an annotated float/int/bool (Sequence[int/float]) parameter as an attribute
+            annotations[d.name] = scalar_type(d) if scalar_len(d) is None else Sequence[scalar_type(d)]
     signature = inspect.Signature(params)
 
     def translate(*args, **kwargs):

@@ -26,7 +26,7 @@ from .kernel_source import Binary, KernelImage, KernelSource
 from .launch import LoadedKernel, ParamPack, driver_version
 from .limits import STATIC_SHARED_MEM
 from .plan import LaunchPlan, build_plan
-from .signature import Signature
+from .signature import Signature, scalar_len, scalar_type
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
 #: parameters and any compile error do not depend on it, and Hopper accepts every feature an
@@ -235,7 +235,9 @@ class KernelOp:
         if outs is None:
             from .symbolic import meta_outputs
 
-            scalars = [{float: 1.0, int: 1, bool: True}[d.py_type] for d in self.sig.scalar_decls]
+            one = {float: 1.0, int: 1, bool: True}
+            scalars = [one[scalar_type(d)] if scalar_len(d) is None else (one[scalar_type(d)],) * scalar_len(d)
+                       for d in self.sig.scalar_decls]
             outs = self._meta.setdefault(ranks, meta_outputs(self.op_name, self.meta_fn, self.sig.arg_kinds, ranks,
                                                              self.sig.in_dtypes(self.dtypes[0]), scalars))
         return outs

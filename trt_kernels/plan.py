@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from .errors import InputError
-from .expr import BinOp, Const, Dim, Expr, NumelOf, SizesEvaluator, binop, evaluate, product, resolve
+from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, product, resolve
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import Signature
 
@@ -153,12 +153,16 @@ class Sizes:
     extras: Tuple[int, ...]
 
 
-def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[str]) -> Sizes:
-    """Evaluate ``plan`` at input ``shapes``; :class:`InputError` naming the op, the expression and the
-    input sizes for a division by zero, a negative dimension, grid or shared memory, an output over
-    int64 elements, an extra over a C int or a grid over CUDA's limits."""
-    ev = SizesEvaluator(shapes)
+def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[str], scalars: Sequence = (),
+             scalar_names: Sequence[str] = ()) -> Sizes:
+    """Evaluate ``plan`` at input ``shapes`` (and the scalar inputs' values ``scalars``, which ``Scalar``
+    leaves read); :class:`InputError` naming the op, the expression and the input sizes for a division by
+    zero, a negative dimension, grid or shared memory, an output over int64 elements, an extra over a C
+    int or a grid over CUDA's limits."""
+    ev = SizesEvaluator(shapes, scalars)
     sizes = ", ".join(f"{n}={tuple(int(d) for d in s)}" for n, s in zip(names, shapes))
+    if scalar_names and _reads_scalars(plan):
+        sizes += " and scalars " + ", ".join(f"{n}={_shown(v)}" for n, v in zip(scalar_names, scalars))
 
     def value(e: Expr, where: str, lo: Optional[int] = None, hi: Optional[int] = None, what: str = "") -> int:
         try:
@@ -188,6 +192,15 @@ def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[
                  for i, e in enumerate(plan.grid))
     smem = value(plan.shared_mem, "shared_mem", 0, INT32_MAX, "dynamic shared memory (bytes)")
     return Sizes(outputs=tuple(outs), grid=grid, shared_mem=smem, extras=extras)
+
+
+def _reads_scalars(plan: LaunchPlan) -> bool:
+    exprs = list(plan.extras) + list(plan.grid) + [plan.shared_mem] + [e for o in plan.outputs for e in o.shape]
+    return any(isinstance(leaf, ScalarOf) for e in exprs for leaf in leaves(e))
+
+
+def _shown(v) -> str:
+    return repr(tuple(v)) if isinstance(v, (list, tuple)) else repr(v)
 
 
 def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Expr]:

@@ -13,7 +13,7 @@ PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSo
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -34,6 +34,61 @@ class Param(NamedTuple):
 #: scalar input type -> (kind, bytes, struct code, C type, schema type)
 SCALAR_TYPES = {float: ("float", 4, "f", "float", "float"), int: ("int", 4, "i", "int", "int"),
                 bool: ("bool", 1, "?", "bool", "bool")}
+
+
+# ----- scalar inputs: a plain scalar, or a fixed-length tuple of them (``ScalarInput("pads", (int, 4))``) -----
+
+def scalar_type(d: ScalarInput) -> type:
+    """The Python type of a (validated) scalar input, or of each element of a tuple input."""
+    return d.py_type[0] if isinstance(d.py_type, tuple) else d.py_type
+
+
+def scalar_len(d: ScalarInput) -> Optional[int]:
+    """How many values a tuple input takes; None for a plain scalar."""
+    return d.py_type[1] if isinstance(d.py_type, tuple) else None
+
+
+def scalar_type_name(d: ScalarInput) -> str:
+    """The input's type as the torch schema writes it: ``float``, ``int[4]``."""
+    n = scalar_len(d)
+    base = SCALAR_TYPES[scalar_type(d)][4]
+    return base if n is None else f"{base}[{n}]"
+
+
+def scalar_value(op: str, d: ScalarInput, value: Any) -> Any:
+    """``value`` as the input's Python type (a tuple of them for a tuple input); :class:`InputError`
+    naming the op and the argument for a tuple of the wrong length or a value of the wrong kind."""
+    from .errors import InputError
+
+    t, n = scalar_type(d), scalar_len(d)
+    if n is None:
+        return t(value)
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy array (a plugin attribute)
+        value = value.tolist()
+        value = value if isinstance(value, list) else [value]
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        got = f"{len(value)} values" if isinstance(value, (list, tuple)) else type(value).__name__
+        example = ", ".join(["1" if t is int else "1.0"] * n)
+        raise InputError(f"{op}: scalar {d.name!r} takes {n} {t.__name__}s, got {got} ({value!r}"[:300] +
+                         f"). Fix: pass a tuple or list of {n} {t.__name__}s, e.g. {d.name}=({example})")
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, (torch.SymInt, torch.SymFloat)):  # traced (torch.compile): kept symbolic, not specialized
+            if t is int and isinstance(v, torch.SymFloat):
+                raise InputError(f"{op}: scalar {d.name!r}[{i}] is a float. Fix: pass {n} ints")
+            out.append(v)
+            continue
+        ok = isinstance(v, int) if t is int else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok:
+            raise InputError(f"{op}: scalar {d.name!r}[{i}] = {v!r} is not {'an int' if t is int else 'a float'}. "
+                             f"Fix: pass {n} {t.__name__}s")
+        out.append(t(v))
+    return tuple(out)
+
+
+def scalar_items(d: ScalarInput, value: Any) -> List[Any]:
+    """The C scalars an input's value passes to the kernel: itself, or the tuple's elements in order."""
+    return [value] if scalar_len(d) is None else list(value)
 
 
 class OutputSig(NamedTuple):
@@ -128,8 +183,12 @@ class Signature(NamedTuple):
         ins = self.in_dtypes(kdt)
         out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}") for d, dt in zip(self.tensor_decls, ins)]
         for s in self.scalar_decls:
-            kind, size, code, ct, _ = SCALAR_TYPES[s.py_type]
-            out.append(Param(kind, size, code, f"{ct} {s.name}"))
+            kind, size, code, ct, _ = SCALAR_TYPES[scalar_type(s)]
+            n = scalar_len(s)
+            if n is None:
+                out.append(Param(kind, size, code, f"{ct} {s.name}"))
+            else:  # a tuple: one C scalar per element, in order
+                out += [Param(kind, size, code, f"{ct} {s.name}_{k} /* {s.name}[{k}] */") for k in range(n)]
         out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */") for i, lbl in enumerate(self.extra_labels)]
         out += [Param("ptr", 8, "Q", f"{_dt.c_type(dt)}* {o.name}") for o, dt in zip(self.outputs, self.out_dtypes(ins))]
         return out

@@ -10,7 +10,7 @@ the same expressions so that eager, fake and TensorRT evaluate one plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -109,10 +109,16 @@ class InputDecl:
 
 @dataclass(frozen=True)
 class ScalarInput:
-    """A by-value kernel argument: ``float`` (C ``float``), ``int`` (C ``int``) or ``bool``."""
+    """A by-value kernel argument: ``float`` (C ``float``), ``int`` (C ``int``) or ``bool``; or a
+    fixed-length tuple of ints or floats, ``(int, 4)``, passed as that many C scalars in order.
+
+    ``default``: the value a call that leaves the argument out gets (``float eps=1e-06`` in the
+    schema); only trailing inputs may have one, as in a torch schema.
+    """
 
     name: str
-    py_type: type
+    py_type: Any
+    default: Any = None
 
 
 InputSpec = Union[InputDecl, ScalarInput]

@@ -25,17 +25,29 @@ from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, re
 from .launch import driver
 from .op import KernelOp
 from .plan import concrete
-from .signature import SCALAR_TYPES
+from .signature import SCALAR_TYPES, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
     if not kop.sig.has_outputs:  # override path: the meta function's annotations say it
         return torch.library.infer_schema(kop.meta_fn, mutates_args=())
-    args = [f"{'Tensor' if kind == 'tensor' else SCALAR_TYPES[d.py_type][4]} {d.name}"
+    args = [f"Tensor {d.name}" if kind == "tensor" else f"{scalar_type_name(d)} {d.name}" + _default_text(d)
             for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)]
     n = len(kop.sig.outputs)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
+
+
+def _default_text(d) -> str:
+    """``=1e-06`` / ``=[1, 1]`` for a scalar input with a default (schema syntax), else ``""``."""
+    if d.default is None:
+        return ""
+
+    def one(v) -> str:
+        return ("True" if v else "False") if isinstance(v, bool) else repr(v)
+
+    v = d.default
+    return "=" + ("[" + ", ".join(one(x) for x in v) + "]" if isinstance(v, tuple) else one(v))
 
 
 def check_schema(kop: KernelOp) -> None:
@@ -63,18 +75,32 @@ def check_schema(kop: KernelOp) -> None:
             raise bad(where, "keyword-only arguments are not supported", "remove the '*' from the schema")
         if a.name != d.name:
             raise bad(where, f"the spec's input {i} is named {d.name!r}", f"name it {d.name!r} in the schema")
-        want = "Tensor" if kind == "tensor" else SCALAR_TYPES[d.py_type][4]  # torch prints SymInt as int
-        if str(a.type) != want:
-            raise bad(where, f"has type {a.type} but the spec declares {want}", f"declare it as '{want} {d.name}'")
+        want = "Tensor" if kind == "tensor" else scalar_type_name(d)  # torch prints SymInt as int
+        n = None if kind == "tensor" else scalar_len(d)
+        if n is None and str(a.type) != want or \
+                n is not None and (str(a.type) != f"List[{want.split('[')[0]}]" or getattr(a, "N", None) not in (n, None)):
+            raise bad(where, f"has type {_schema_type(a)} but the spec declares {want}", f"declare it as '{want} {d.name}'")
+        spec_default = None if kind == "tensor" else d.default
         if a.has_default_value():
             if kind == "tensor":
                 raise bad(where, "a tensor argument cannot have a default", "drop its default")
             value = a.default_value
+            items = list(value) if n is not None else [value]
             try:
-                struct.pack("=" + SCALAR_TYPES[d.py_type][2], value)
+                if n is not None and len(items) != n:
+                    raise struct.error
+                for x in items:
+                    struct.pack("=" + SCALAR_TYPES[scalar_type(d)][2], x)
             except (struct.error, OverflowError, TypeError):
                 raise bad(where, f"default {value!r} does not fit the kernel's C {want}", "give a default in range") from None
+            value = tuple(items) if n is not None else value
+            if spec_default is not None and value != spec_default:
+                raise bad(where, f"default {value!r} differs from the spec's ScalarInput default {spec_default!r}",
+                          "give the same default in both, or one of them only")
             defaults.append(value)
+        elif spec_default is not None:
+            raise bad(where, f"has no default but the spec's ScalarInput gives {spec_default!r}",
+                      f"write '{want} {d.name}{_default_text(d)}' in the schema, or leave schema out")
         elif defaults:
             raise bad(where, "has no default but an earlier argument has one", "give defaults to trailing arguments only")
     if kop.sig.has_outputs:
@@ -118,20 +144,36 @@ def check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
     return kdt
 
 
+def check_scalar_args(kop: KernelOp, args: Sequence[Any]) -> List[Any]:
+    """The scalar arguments of a call (in schema order), each tuple input checked for its length and
+    element types (:class:`InputError` naming the op, the argument and the fix); torch's own parsing
+    of an ``int[4]`` argument checks neither."""
+    out = []
+    for d, a, kind in zip(kop.sig.inputs, args, kop.sig.arg_kinds):
+        if kind == "scalar":
+            out.append(a if scalar_len(d) is None else scalar_value(kop.op_name, d, a))
+    return out
+
+
 def make_fake_impl(kop: KernelOp):
     tpos = kop.sig.tensor_pos
     single = len(kop.sig.outputs) == 1
+    snames = [d.name for d in kop.sig.scalar_decls]
+    tuples = any(scalar_len(d) is not None for d in kop.sig.scalar_decls)
 
     def fake(*args):
         args = kop.with_defaults(args)
         ts = [args[i] for i in tpos]
         check_tensor_args(kop, ts)
+        scalars = check_scalar_args(kop, args) if tuples else [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"]
         plan = kop.plan(tuple(t.dim() for t in ts))
         shapes = [tuple(t.shape) for t in ts]
-        if all(type(d) is int for s in shapes for d in s):  # static sizes: the eager launch's checks, here too
-            out_shapes = concrete(plan, shapes, kop.sig.tensor_names).outputs
+        static = all(type(d) is int for s in shapes for d in s) and \
+            all(type(v) is not torch.SymInt for s in scalars for v in (s if isinstance(s, (list, tuple)) else (s,)))
+        if static:  # static sizes: the eager launch's checks, here too
+            out_shapes = concrete(plan, shapes, kop.sig.tensor_names, scalars, snames).outputs
         else:
-            ev = ShapeEvaluator(ts)
+            ev = ShapeEvaluator(ts, scalars)
             try:
                 out_shapes = [[evaluate(e, ev) for e in o.shape] for o in plan.outputs]
             except ZeroDivisionError:
@@ -236,6 +278,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     compiler appended scratch-buffer pointers (Triton) gets buffers allocated here on ``stream``.
     """
     kinds = kop.sig.arg_kinds
+    args = kop.with_defaults(tuple(args))
     tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
     dev = tensors[0].get_device()
     if kop.eager_fn is not None:
@@ -245,9 +288,11 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
                 o.copy_(r)
         return
     kdt = check_tensor_args(kop, tensors)
+    scalars = check_scalar_args(kop, args)
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
-    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names)
+    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
+                     [d.name for d in kop.sig.scalar_decls])
     grid = list(sizes.grid)
     if not all(grid):
         if any(o.numel() for o in outs):
@@ -255,7 +300,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         return
     image = kop.image(kdt, tactic, _arch_of(kop, dev))
     vals = [t.data_ptr() for t in tensors]
-    vals += [a for a, k in zip(args, kinds) if k == "scalar"]
+    vals += [v for d, a in zip(kop.sig.scalar_decls, scalars) for v in scalar_items(d, a)]
     vals += list(sizes.extras)
     vals += [o.data_ptr() for o in outs]
     pack = kop.param_pack(kdt, len(image.scratch))
@@ -350,6 +395,15 @@ class _Definition:
 
 
 _DEFS: Dict[str, _Definition] = {}
+
+
+def _schema_type(a) -> str:
+    """An argument's type as a schema writes it (``int[4]``, not ``List[int]``)."""
+    t = str(a.type)
+    if t.startswith("List[") and t.endswith("]"):
+        n = getattr(a, "N", None)
+        return f"{t[5:-1]}[{n if n is not None else ''}]"
+    return t
 
 
 def parse_schema(op_name: str, schema: str):

@@ -30,7 +30,7 @@ from .errors import KernelABIError, SpecError
 from .expr import Expr
 from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .limits import STATIC_SHARED_MEM
-from .signature import Signature
+from .signature import Signature, scalar_len, scalar_type
 from .spec import Custom, InputDecl, OutputDecl, ScalarInput
 from .validate import validate_signature
 
@@ -241,7 +241,9 @@ def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
     """The non-constexpr parameters must follow the calling convention, named as declared; returns the
     constexpr parameters' names."""
     expected: List[Tuple[str, Optional[str]]] = [("tensor input", d.name) for d in sig.tensor_decls]
-    expected += [("scalar input", d.name) for d in sig.scalar_decls]
+    for d in sig.scalar_decls:  # a tuple input (int, n): n parameters, pads_0 .. pads_{n-1}
+        n = scalar_len(d)
+        expected += [("scalar input", d.name)] if n is None else [("scalar input", f"{d.name}_{k}") for k in range(n)]
     expected += [(f"extras[{i}] ({e})", None) for i, e in enumerate(sig.extra_labels)]
     expected += [("output", o.name) for o in sig.outputs]
     runtime = [p for p in fn.params if not p.is_constexpr]
@@ -267,7 +269,7 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
     """Triton's ``signature`` (parameter name -> type string) of the kernel at ``dtype``."""
     ins = sig.in_dtypes(dtype)
     types = ["*" + _tc.TRITON_TYPES[d] for d in ins]
-    types += [_tc.SCALAR_TYPES[d.py_type] for d in sig.scalar_decls]
+    types += [_tc.SCALAR_TYPES[scalar_type(d)] for d in sig.scalar_decls for _ in range(scalar_len(d) or 1)]
     types += ["i32"] * len(sig.extras)
     types += ["*" + _tc.TRITON_TYPES[d] for d in sig.out_dtypes(ins)]
     it = iter(types)

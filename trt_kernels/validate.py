@@ -11,6 +11,7 @@ text, a Triton function) live with that source.
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from typing import Optional, Sequence, Tuple, Union
 
@@ -18,9 +19,9 @@ import torch
 
 from . import dtypes as _dt
 from .errors import SpecError
-from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, leaves, lift, resolve
+from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, Scalar, ScalarOf, leaves, lift, resolve
 from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
-from .signature import LaunchSig, OutputSig, Signature
+from .signature import LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
 from .spec import Custom, Elementwise, InputDecl, OutputDecl, ReduceDims, Reduction, SameAs, ScalarInput
 
 _OP_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)$")
@@ -134,23 +135,24 @@ def validate_signature(
     if dtypes is not None and len(kd) > 1 and all(t.dtype is not None for t in tensors):
         raise _fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
                     "leave dtype=None on the inputs whose type is T")
-    extras = _extras(op, extras, tnames, tensors)
-    outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn)
+    scalars = tuple(d for d in decls if isinstance(d, ScalarInput))
+    extras = _extras(op, extras, tnames, tensors, scalars)
+    outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars)
     geos = [g for g in (geometries or ()) if g is not None]
     if not geos and not has_eager_fn:
         raise _fail(op, "geometry", "missing", "give geometry=ttk.Elementwise(...), ttk.Reduction(...) or ttk.Custom(...), or pass eager_fn= (and aot_fn= for TensorRT)")
     launches = []
     for g in geos:
-        _check_geometry(op, g, outs, tnames, tensors)
+        _check_geometry(op, g, outs, tnames, tensors, scalars)
         if not isinstance(g, Custom) and not outs:
             raise _fail(op, "geometry", f"{type(g).__name__} is sized by outputs[0], but no outputs are declared", "declare outputs, or use ttk.Custom(grid=..., block=...)")
-        launches += _launches(g, tnames)
+        launches += _launches(g, tnames, scalars)
     return Signature(
         op_name=op_name, namespace=ns, name=name, inputs=tuple(decls), arg_kinds=tuple(kinds),
         tensor_pos=tuple(i for i, k in enumerate(kinds) if k == "tensor"), tensor_decls=tensors,
-        scalar_decls=tuple(d for d in decls if isinstance(d, ScalarInput)), kernel_dtypes=kd,
-        outputs=tuple(_resolve_output(o, tnames) for o in outs),
-        extras=tuple(_resolve(e, tnames) for e in extras), extra_labels=tuple(str(e) for e in extras),
+        scalar_decls=scalars, kernel_dtypes=kd,
+        outputs=tuple(_resolve_output(o, tnames, scalars) for o in outs),
+        extras=tuple(_resolve(e, tnames, scalars) for e in extras), extra_labels=tuple(str(e) for e in extras),
         launches=tuple(launches),
     )
 
@@ -179,15 +181,83 @@ def _inputs(op: str, inputs):
                 raise _fail(op, where + ".ndim", f"{d.ndim!r} is not a rank", "give a non-negative int or None")
             kinds.append("tensor")
         else:
-            if d.py_type not in (float, int, bool):
-                raise _fail(op, where + ".py_type", f"{d.py_type!r} is not supported", "use float, int or bool")
+            inputs[i] = d = _scalar_input(op, where, d)
             kinds.append("scalar")
+    _check_trailing_defaults(op, inputs)
     if "tensor" not in kinds:
         raise _fail(op, "inputs", "no tensor input (scalar-only ops have no device or shape to derive from)", "declare at least one ttk.InputDecl")
     return inputs, kinds
 
 
-def _extras(op: str, extras, tnames, tensors) -> list:
+MAX_TUPLE = 64  # elements of a tuple scalar input (each is a kernel parameter)
+
+
+def _scalar_input(op: str, where: str, d: ScalarInput) -> ScalarInput:
+    """A scalar input checked: its type (``float``, ``int``, ``bool`` or ``(int | float, n)``) and its
+    default; returned with the default normalized (a float as float, a tuple's as a tuple)."""
+    t = d.py_type
+    if isinstance(t, (tuple, list)):
+        if isinstance(t, list) or len(t) != 2 or t[0] not in (int, float, bool) or isinstance(t[1], bool) \
+                or not isinstance(t[1], int):
+            raise _fail(op, where + ".py_type", f"{t!r} is not a scalar type",
+                        "use float, int or bool, or a fixed-length tuple (int, n) / (float, n), e.g. (int, 4)")
+        if t[0] is bool:
+            raise _fail(op, where + ".py_type", f"{t!r}: tuples of bools are not supported", "use (int, n) with 0/1 values")
+        if not 1 <= t[1] <= MAX_TUPLE:
+            raise _fail(op, where + ".py_type", f"{t!r}: a tuple input takes 1 to {MAX_TUPLE} values (each is a kernel "
+                        "parameter)", f"give a length in [1, {MAX_TUPLE}], or pass the values as a tensor input")
+        elem, n = t[0], t[1]
+    elif t in (float, int, bool):
+        elem, n = t, None
+    else:
+        raise _fail(op, where + ".py_type", f"{t!r} is not supported",
+                    "use float, int or bool, or a fixed-length tuple (int, n) / (float, n)")
+    if d.default is None:
+        return d
+    if n is None:
+        return ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem))
+    value = d.default
+    if not isinstance(value, (tuple, list)) or len(value) != n:
+        raise _fail(op, where + ".default", f"{value!r} is not {n} values"[:200],
+                    f"give a tuple of {n} {elem.__name__}s, e.g. default=({', '.join(['0' if elem is int else '0.0'] * n)})")
+    return ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem)
+                                                for k, v in enumerate(value)))
+
+
+def _scalar_default(op: str, where: str, value, t: type):
+    """One default value checked against the kernel's C type (it is baked into calls and engines)."""
+    if t is bool:
+        if not isinstance(value, bool):
+            raise _fail(op, where, f"{value!r} is not a bool"[:200], "give True or False")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (t is int and not isinstance(value, int)):
+        raise _fail(op, where, f"{value!r} is not {'an int' if t is int else 'a float'}"[:200],
+                    f"give a Python {t.__name__}")
+    if t is int:
+        if not -(2**31) <= value < 2**31:
+            raise _fail(op, where, f"{value} does not fit the kernel's 32-bit C int", "give a value in [-2**31, 2**31-1]")
+        return value
+    value = float(value)
+    if not math.isfinite(value) or abs(value) > 3.4028234663852886e38:
+        raise _fail(op, where, f"{value} is not a finite 32-bit C float (a torch schema cannot hold inf or nan "
+                    "defaults)", "give a finite default, or no default")
+    return value
+
+
+def _check_trailing_defaults(op: str, inputs) -> None:
+    """Defaults on trailing inputs only, as torch schemas have them (a call leaves trailing arguments out)."""
+    first = next((i for i, d in enumerate(inputs) if isinstance(d, ScalarInput) and d.default is not None), None)
+    if first is None:
+        return
+    for i, d in enumerate(inputs[first + 1:], start=first + 1):
+        if not (isinstance(d, ScalarInput) and d.default is not None):
+            raise _fail(op, f"inputs[{i}] ({d.name!r})", f"has no default but comes after inputs[{first}] "
+                        f"({inputs[first].name!r}), which has one: a torch schema gives defaults to trailing "
+                        "arguments only", "move the inputs with defaults to the end of inputs (the kernel's parameter "
+                        "order, tensors then scalars, does not change), or give this one a default")
+
+
+def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
     extras = _sequence(op, "extras", extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
     out = []
     for i, e in enumerate(extras):
@@ -195,12 +265,13 @@ def _extras(op: str, extras, tnames, tensors) -> list:
             e = lift(e)
         except TypeError:
             raise _fail(op, f"extras[{i}]", f"{e!r} is not a size expression", "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic on them") from None
-        _check_expr(op, f"extras[{i}]", e, tnames, tensors, lo=-(2**31), hi=2**31 - 1, what="a C int extra")
+        _check_expr(op, f"extras[{i}]", e, tnames, tensors, lo=-(2**31), hi=2**31 - 1, what="a C int extra",
+                    scalars=scalars)
         out.append(e)
     return out
 
 
-def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool) -> list:
+def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool, scalars=()) -> list:
     if outputs is not None:
         _sequence(op, "outputs", outputs, "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
     if outputs is None or len(outputs) == 0:
@@ -220,7 +291,7 @@ def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eag
         if o.name in seen:
             raise _fail(op, where, f"duplicate name {o.name!r}", "give every input and output a distinct name")
         seen.add(o.name)
-        _check_shape(op, where + ".shape", o.shape, tnames, tensors)
+        _check_shape(op, where + ".shape", o.shape, tnames, tensors, scalars)
         if o.dtype_from is not None:
             if o.dtype_from not in tnames:
                 raise _fail(op, where + ".dtype_from", f"{o.dtype_from!r} names no tensor input (tensor inputs: {tnames})", "name a declared InputDecl")
@@ -240,18 +311,23 @@ def _index(ref: Union[int, str], names: Sequence[str]) -> int:
     return ref % len(names) if isinstance(ref, int) else names.index(ref)
 
 
-def _resolve(e, names: Sequence[str]) -> Expr:
+def _resolve(e, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> Expr:
     def leaf(node: Expr) -> Expr:
         if isinstance(node, Numel):
             return NumelOf(_index(node.input_name, names))
         if isinstance(node, DimSize):
             return Dim(_index(node.input_name, names), node.axis)
+        if isinstance(node, Scalar):
+            k = [d.name for d in scalars].index(node.input_name)
+            n = scalar_len(scalars[k])
+            index = None if node.index is None else node.index % n
+            return ScalarOf(k, index, node.input_name)
         return node
 
     return resolve(lift(e), leaf)
 
 
-def _resolve_output(o: OutputDecl, names: Sequence[str]) -> OutputSig:
+def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> OutputSig:
     s = o.shape
     if isinstance(s, SameAs):
         t = _index(s.input_idx, names)
@@ -260,13 +336,13 @@ def _resolve_output(o: OutputDecl, names: Sequence[str]) -> OutputSig:
         t = _index(s.input_idx, names)
         out = OutputSig(name=o.name, kind="reduce", tensor=t, dims=tuple(s.dims), keepdim=s.keepdim)
     else:
-        out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=tuple(_resolve(e, names) for e in s))
+        out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=tuple(_resolve(e, names, scalars) for e in s))
     if o.dtype is not None:
         return out._replace(dtype=o.dtype)
     return out._replace(dtype_src=names.index(o.dtype_from) if o.dtype_from is not None else out.tensor)
 
 
-def _launches(g, names: Sequence[str]):
+def _launches(g, names: Sequence[str], scalars: Sequence[ScalarInput] = ()):
     """One :class:`LaunchSig` per tactic of a checked geometry (tactic 1 first)."""
     def blk(b) -> Tuple[int, ...]:
         return (b,) if isinstance(b, int) else tuple(b)
@@ -276,8 +352,8 @@ def _launches(g, names: Sequence[str]):
     if isinstance(g, Reduction):
         return [LaunchSig(kind="reduce", block=(b,), reduce_dims=tuple(g.reduce_dims))
                 for b in [g.block_size, *g.tactics]]
-    return [LaunchSig(kind="custom", block=blk(g.block), grid=tuple(_resolve(e, names) for e in g.grid),
-                      shared_mem=_resolve(g.shared_mem, names))]
+    return [LaunchSig(kind="custom", block=blk(g.block), grid=tuple(_resolve(e, names, scalars) for e in g.grid),
+                      shared_mem=_resolve(g.shared_mem, names, scalars))]
 
 
 # ---------- the checks ----------
@@ -305,14 +381,18 @@ def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
 
 
 def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl], *,
-                lo: Optional[int] = None, hi: Optional[int] = None, what: str = "") -> None:
-    """Every leaf names a tensor input (and an axis it has); no constant divisor is zero; a constant
-    value (or a constant part of it) lies in ``[lo, hi]`` when those are given."""
+                lo: Optional[int] = None, hi: Optional[int] = None, what: str = "",
+                scalars: Sequence[ScalarInput] = ()) -> None:
+    """Every leaf names a tensor input (and an axis it has) or an int scalar input (an element of an int
+    tuple input); no constant divisor is zero; a constant value (or a constant part of it) lies in
+    ``[lo, hi]`` when those are given."""
     for leaf in leaves(e):
         if isinstance(leaf, (Numel, DimSize)):
             t = resolve_tensor(op, where, leaf.input_name, tnames)
             if isinstance(leaf, DimSize):
                 _check_axis(op, where, leaf.axis, tensors[t])
+        elif isinstance(leaf, Scalar):
+            _check_scalar_leaf(op, where, leaf, scalars)
         elif not isinstance(leaf, Const):
             raise _fail(op, where, f"{leaf!r} is not a size expression node", "use ints, ttk.Numel, ttk.DimSize and arithmetic")
     for node in _nodes(e):
@@ -321,6 +401,28 @@ def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Se
     value = _const_value(e)
     if value is not None and ((lo is not None and value < lo) or (hi is not None and value > hi)):
         raise _fail(op, where, f"{e} = {value} is out of range for {what} ([{lo}, {hi}])", f"use a value in [{lo}, {hi}]")
+
+
+def _check_scalar_leaf(op: str, where: str, leaf: Scalar, scalars: Sequence[ScalarInput]) -> None:
+    """``Scalar(name)`` / ``Scalar(name)[i]`` reads an int scalar input / an element of an int tuple input."""
+    names = [d.name for d in scalars]
+    if leaf.input_name not in names:
+        raise _fail(op, where, f"{leaf} names no scalar input (scalar inputs: {names})",
+                    "name a declared ttk.ScalarInput of type int or (int, n)")
+    d = scalars[names.index(leaf.input_name)]
+    t, n = scalar_type(d), scalar_len(d)
+    if leaf.index is not None and (isinstance(leaf.index, bool) or not isinstance(leaf.index, int)):
+        raise _fail(op, where, f"{leaf}: the index {leaf.index!r} is not an int", f"e.g. Scalar({d.name!r})[0]")
+    if t is not int:
+        raise _fail(op, where, f"{leaf} reads {d.name!r}, a {scalar_type_name(d)} input; sizes are ints",
+                    "declare it int or (int, n), or pass the size as an int scalar input")
+    if n is None and leaf.index is not None:
+        raise _fail(op, where, f"{leaf}: {d.name!r} is a single int, not a tuple", f"write Scalar({d.name!r})")
+    if n is not None and leaf.index is None:
+        raise _fail(op, where, f"{leaf}: {d.name!r} is a tuple of {n} ints", f"index it, e.g. Scalar({d.name!r})[0]")
+    if n is not None and not -n <= leaf.index < n:
+        raise _fail(op, where, f"{leaf}: index {leaf.index} is out of range for {d.name!r} ({n} values)",
+                    f"use an index in [{-n}, {n - 1}]")
 
 
 def _nodes(e: Expr):
@@ -342,7 +444,7 @@ def _const_value(e: Expr) -> Optional[int]:
     return None
 
 
-def _check_shape(op: str, where: str, shape, tnames, tensors) -> None:
+def _check_shape(op: str, where: str, shape, tnames, tensors, scalars=()) -> None:
     if isinstance(shape, SameAs):
         resolve_tensor(op, where, shape.input_idx, tnames)
     elif isinstance(shape, ReduceDims):
@@ -362,7 +464,8 @@ def _check_shape(op: str, where: str, shape, tnames, tensors) -> None:
                 e = lift(e)
             except TypeError:
                 raise _fail(op, f"{where}[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
-            _check_expr(op, f"{where}[{i}]", e, tnames, tensors, lo=0, hi=2**63 - 1, what="an output dimension")
+            _check_expr(op, f"{where}[{i}]", e, tnames, tensors, lo=0, hi=2**63 - 1, what="an output dimension",
+                        scalars=scalars)
     else:
         raise _fail(op, where, f"{shape!r} is not a shape", "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")
 
@@ -390,7 +493,7 @@ def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ..
     return tuple(block)
 
 
-def _check_geometry(op: str, g, outputs, tnames, tensors) -> None:
+def _check_geometry(op: str, g, outputs, tnames, tensors, scalars=()) -> None:
     if isinstance(g, Elementwise):
         _sequence(op, "geometry.tactics", g.tactics, "list alternative blocks, e.g. tactics=((128,), (512,))")
         if g.layout not in ("flat", "nd"):
@@ -429,14 +532,15 @@ def _check_geometry(op: str, g, outputs, tnames, tensors) -> None:
                 e = lift(e)
             except TypeError:
                 raise _fail(op, f"geometry.grid[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
-            _check_expr(op, f"geometry.grid[{i}]", e, tnames, tensors, lo=1, hi=GRID_LIMITS[i], what=f"CUDA grid axis {'xyz'[i]}")
+            _check_expr(op, f"geometry.grid[{i}]", e, tnames, tensors, lo=1, hi=GRID_LIMITS[i], what=f"CUDA grid axis {'xyz'[i]}",
+                        scalars=scalars)
         _check_block(op, "geometry.block", g.block)
         try:
             smem = lift(g.shared_mem)
         except TypeError:
             raise _fail(op, "geometry.shared_mem", f"{g.shared_mem!r} is not a size expression", "use an int or a size expression") from None
         _check_expr(op, "geometry.shared_mem", smem, tnames, tensors, lo=0, hi=MAX_SHARED_MEM,
-                    what="dynamic shared memory per block (bytes)")
+                    what="dynamic shared memory per block (bytes)", scalars=scalars)
     elif callable(getattr(g, "fn", None)):
         raise _fail(op, "geometry", "a Custom(fn) callback cannot be evaluated for eager and fake", "describe the launch with ttk.Custom(grid=..., block=..., shared_mem=...) or pass eager_fn= and aot_fn=")
     else:

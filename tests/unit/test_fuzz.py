@@ -28,6 +28,7 @@ SOURCES = {
     "k2": 'extern "C" __global__ void k2(const float* x, const float* w, int n, float* y) {}',
     "k3": 'extern "C" __global__ void k3(const float* x, float a, int n, float* y) {}',
     "k4": 'extern "C" __global__ void k4(const float* x, float* y) {}',
+    "k5": 'extern "C" __global__ void k5(const float* x, int n0, int n1, float a, int m, float* y) {}',
     "bad": 'extern "C" __global__ void bad(const float* x, int n, float* y) { int = ; }',
 }
 NAMES = st.sampled_from(["x", "w", "a", "n", "y", "self", "class", "1x", "", None, 3])
@@ -38,6 +39,7 @@ def exprs(depth=2):
     leaf = st.one_of(
         st.builds(ttk.Numel, NAMES), st.builds(ttk.DimSize, NAMES, SMALL_INT),
         st.sampled_from([0, 1, 2, 8, -4, 2**40]).map(lift),
+        st.builds(ttk.Scalar, NAMES), st.builds(ttk.Scalar, NAMES, SMALL_INT),  # Scalar(name), Scalar(name)[i]
     )
     if depth == 0:
         return leaf
@@ -67,7 +69,10 @@ DTYPE = st.sampled_from([None, torch.float32, torch.float16, torch.bfloat16, tor
                          torch.complex64, "float"])
 INPUT = st.one_of(
     st.builds(ttk.InputDecl, NAMES, dtype=DTYPE, ndim=st.sampled_from([None, 0, 1, 2, -1, 1.5])),
-    st.builds(ttk.ScalarInput, NAMES, st.sampled_from([float, int, bool, str, None])),
+    st.builds(ttk.ScalarInput, NAMES, st.sampled_from([float, int, bool, str, None, (int, 2), (float, 2), (int, 0),
+                                                       (bool, 2), [int, 2], (int, "2"), (int, 65), (int,)]),
+              default=st.sampled_from([None, None, 1, 1.5, True, (1, 2), [0.5, 2], (1, 2, 3), "x", 2**40,
+                                       float("inf"), (1, 2**31)])),
     st.just("x"), st.none(),
 )
 OUTPUT = st.one_of(st.builds(ttk.OutputDecl, NAMES, SHAPE, dtype_from=st.sampled_from([None, "x", "w", 1]),
@@ -101,6 +106,10 @@ def base_specs():
         dict(kernel_source=SOURCES["k4"], kernel_name="k4", inputs=[ttk.InputDecl("x", ndim=2)],
              outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", 1), ttk.DimSize("x", 0)))], extras=[],
              geometry=ttk.Elementwise(block=(16, 16), layout="nd")),
+        dict(kernel_source=SOURCES["k5"], kernel_name="k5",
+             inputs=[ttk.InputDecl("x"), ttk.ScalarInput("n", (int, 2)), ttk.ScalarInput("a", float, default=0.5)],
+             outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("x") + ttk.Scalar("n")[0] * ttk.Scalar("n")[1],))],
+             extras=[ttk.Numel("x")], geometry=ttk.Elementwise()),
     ]
 
 
@@ -116,6 +125,7 @@ SPEC = specs()
 OP_NAMES = st.one_of(st.builds(lambda: unique("fz")), st.builds(lambda: unique("fz")), st.builds(lambda: unique("fz")),
                      st.sampled_from(["fz::class", "prim::x", "nons", "a::b::c", "", 7, "trt::x", "fz::"]))
 SCHEMAS = st.sampled_from([None] * 6 + ["", "(Tensor x) -> Tensor", "(Tensor x, float a=2.0) -> Tensor",
+                                        "(Tensor x, int[2] n, float a=0.5) -> Tensor", "(Tensor x, int[] n, float a) -> Tensor",
                                         "(Tensor x) -> (Tensor, Tensor)", "garbage", 3])
 
 
@@ -145,7 +155,8 @@ def test_fuzzed_declarations_fail_with_our_errors(op_name, spec, schema):
             assert registry.lookup(op_name) is None  # nothing half-declared is left behind
         return
     kop = registry.get(op_name)
-    assert kop.source.kernel_name == spec.kernel_name and kop.sig.inputs == tuple(spec.inputs)
+    assert kop.source.kernel_name == spec.kernel_name
+    assert [(d.name, type(d)) for d in kop.sig.inputs] == [(d.name, type(d)) for d in spec.inputs]  # defaults normalized
     ttk.unregister(op_name)
 
 
@@ -162,6 +173,12 @@ CALL_SPECS = [
     ttk.KernelSpec(kernel_source=SOURCES["k3"], kernel_name="k3", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
                    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                    geometry=ttk.Elementwise(block=(64,))),
+    # a tuple input that sizes the output (and the grid), and a float with a default
+    ttk.KernelSpec(kernel_source=SOURCES["k5"], kernel_name="k5",
+                   inputs=[ttk.InputDecl("x"), ttk.ScalarInput("n", (int, 2)), ttk.ScalarInput("a", float, default=0.5)],
+                   outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", -1) + ttk.Scalar("n")[0] - ttk.Scalar("n")[1],
+                                                       ttk.DimSize("x", 0) // ttk.Scalar("n")[1]))],
+                   extras=[ttk.Numel("x") * ttk.Scalar("n")[0]], geometry=ttk.Elementwise(block=(64,))),
 ]
 CALL_OPS = []
 
@@ -179,19 +196,21 @@ SHAPE_DIMS = st.lists(st.sampled_from([0, 1, 2, 3, 5]), max_size=4).map(tuple)
 HUGE_DIMS = st.sampled_from([(2**31,), (3, 2**31), (2**31, 3), (2**40,), (0, 2**40), (1, 2**31, 1), (2, 2**35)])
 DTYPES = st.sampled_from([torch.float32, torch.float32, torch.float16, torch.int32, torch.float64])
 SCALAR = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(3.5e38 * 10))
+TUPLE = st.lists(st.sampled_from([-3, 0, 1, 2, 7, 2**31, -(2**31) - 1, 2**40]), max_size=4)
 
 
 @SETTINGS
 @given(which=st.integers(0, len(CALL_SPECS) - 1), shapes=st.lists(SHAPE_DIMS, min_size=2, max_size=2),
-       huge=st.lists(HUGE_DIMS, min_size=2, max_size=2), dtypes=st.lists(DTYPES, min_size=2, max_size=2), a=SCALAR)
-def test_fuzzed_calls_fail_with_our_errors(which, shapes, huge, dtypes, a):
+       huge=st.lists(HUGE_DIMS, min_size=2, max_size=2), dtypes=st.lists(DTYPES, min_size=2, max_size=2), a=SCALAR,
+       p=TUPLE)
+def test_fuzzed_calls_fail_with_our_errors(which, shapes, huge, dtypes, a, p):
     """Random ranks, sizes (empty, 1, non-multiples of the block; sizes past int32 and int64 in the fake
     impl, where they cost no memory), dtypes and scalars (NaN, inf, past float32)."""
     name = call_ops()[which]
     kop = registry.get(name)
     dispatch, holder, _ = dispatcher_for(name)
-    calls = [lambda: dispatch(*args_for(kop, [(torch.rand(s) * 4 - 2).to(d) for s, d in zip(shapes, dtypes)], a)),
-             lambda: fake_call(name, kop, shapes, dtypes, a), lambda: fake_call(name, kop, huge, dtypes, a)]
+    calls = [lambda: dispatch(*args_for(kop, [(torch.rand(s) * 4 - 2).to(d) for s, d in zip(shapes, dtypes)], a, p)),
+             lambda: fake_call(name, kop, shapes, dtypes, a, p), lambda: fake_call(name, kop, huge, dtypes, a, p)]
     for call in calls:
         try:
             call()
@@ -205,13 +224,14 @@ def test_fuzzed_calls_fail_with_our_errors(which, shapes, huge, dtypes, a):
         assert all(1 <= g <= lim for g, lim in zip(c["grid"], (2**31 - 1, 65535, 65535))) and c["smem"] >= 0, c
 
 
-def args_for(kop, tensors, a):
+def args_for(kop, tensors, a, p=()):
     tensors = list(tensors)
-    return [tensors.pop(0) if kind == "tensor" else a for kind in kop.sig.arg_kinds]
+    return [tensors.pop(0) if kind == "tensor" else (list(p) if isinstance(d.py_type, tuple) else a)
+            for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)]
 
 
-def fake_call(name, kop, shapes, dtypes, a):
+def fake_call(name, kop, shapes, dtypes, a, p=()):
     ns, n = name.split("::")
     with FakeTensorMode():
         tensors = [torch.empty(s, dtype=d) for s, d in zip(shapes, dtypes)]
-        return getattr(getattr(torch.ops, ns), n)(*args_for(kop, tensors, a))
+        return getattr(getattr(torch.ops, ns), n)(*args_for(kop, tensors, a, p))

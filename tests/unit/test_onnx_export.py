@@ -179,3 +179,30 @@ def test_op_left_out_of_ops_is_named(declared):
 def test_torchscript_exporter_is_refused(declared):
     with pytest.raises(OnnxExportError, match="dynamo=False"):
         onnx_export.export(sc.CaseModel(NS, "sigmoid").eval(), (torch.randn(2, 3),), dynamo=False)
+
+
+def test_tuple_attribute_and_default(declared, monkeypatch):
+    """A tuple input is one INTS (FLOATS) attribute; a default the traced call left out is written out."""
+    from support import load_example
+
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    ex = load_example("circular_pad")
+    ttk.cuda_kernel_op(f"{NS}::cpad", ex.circular_pad_spec())
+    ttk.cuda_kernel_op(f"{NS}::rms", ex.rms_norm_spec())
+    ops = getattr(torch.ops, NS)
+
+    class M(torch.nn.Module):
+        def forward(self, x, w):
+            return ops.rms(ops.cpad(x, (1, 2, 0, 0))[0], w), ops.rms(x[0], w[:5], eps=0.5)
+
+    proto = onnx_export.export(M().eval(), (torch.randn(2, 4, 5), torch.randn(8)))
+    cpad, rms1, rms2 = plugin_nodes(proto)
+    check_plugin_node(cpad, "cpad", [("pads", onnx.AttributeProto.INTS, [1, 2, 0, 0])])
+    check_plugin_node(rms1, "rms", [("eps", onnx.AttributeProto.FLOAT, 1e-6)])  # left out by torch, written here
+    check_plugin_node(rms2, "rms", [("eps", onnx.AttributeProto.FLOAT, 0.5)])
+    assert [dims(o) for o in proto.graph.output] == [[4, 8], [4, 5]]
+    fn = onnx_export.translation_table([f"{NS}::cpad"])[ops.cpad.default]
+    with pytest.raises(OnnxExportError, match=r"ttk_onnx::cpad: argument 'pads' takes 4 ints, traced as \(1, 2\)"):
+        fn(object(), (1, 2))
+    with pytest.raises(OnnxExportError, match=r"int argument 'pads'\[3\] is not a constant in the traced graph"):
+        fn(object(), (1, 2, 3, object()))

@@ -355,3 +355,35 @@ def test_examples_run_their_tensorrt_half_over_the_emulator(tt, example):
     else:
         assert "reload with trt_kernels: OK (libnvinfer emulated)" in r.stdout, r.stdout
         assert "reload without trt_kernels: OK (libnvinfer emulated)" in r.stdout, r.stdout
+
+
+class _PadNorm(torch.nn.Module):
+    """examples/circular_pad.py's ops side by side (plugin layers only): a tuple attribute sizing the
+    output, and a default torch leaves out of the traced call."""
+
+    def __init__(self, pads, eps=None):
+        super().__init__()
+        self.pads, self.eps = pads, eps
+
+    def forward(self, x, r, w):
+        y = torch.ops.kern_pad.circular_pad2d(x, self.pads)
+        if self.eps is None:
+            return y, torch.ops.kern_pad.rms_norm(r, w)
+        return y, torch.ops.kern_pad.rms_norm(r, w, eps=self.eps)
+
+
+@pytest.mark.parametrize("pads,eps", [((1, 2, 3, 0), None), ((0, 0, 0, 0), 0.5), ((5, 1, 0, 2), 1e-6)])
+def test_tuple_attribute_and_default_inside_the_engine(tt, pads, eps):
+    pad_ex = load_example("circular_pad")
+    x, r, w = torch.randn(2, 5, 7, device="cuda"), torch.randn(33, 257, device="cuda"), torch.randn(257, device="cuda")
+    model = _PadNorm(pads, eps)
+    trt_model = emu.compile_trt(tt, model, [x, r, w])
+    assert _fallback_targets(trt_model, "kern_pad") == [], "an op fell back to PyTorch"
+    layers = emu.layers(trt_model)
+    assert [layer["plugin"] for layer in layers] == ["kern_pad::circular_pad2d", "kern_pad::rms_norm"], layers
+    assert [layer["kind"] for layer in layers] == ["aot_plugin", "aot_plugin"], layers
+    want = (pad_ex.circular_pad_reference(x, pads), pad_ex.rms_norm_reference(r, w, 1e-6 if eps is None else eps))
+    with torch.no_grad():
+        _check(trt_model(x, r, w), want)
+        fresh = tuple(torch.randn_like(t) for t in (x, r, w))
+        _check(trt_model(*fresh), model(*fresh))

@@ -255,3 +255,87 @@ def test_float64_is_not_advertised_to_tensorrt(env):
                                dtypes=[torch.float32, torch.float64]))
     res = build(env, kop, [(5,)])
     assert [[t.name for t, _ in c] for c in res.combinations] == [["FLOAT", "FLOAT"]]
+
+
+# ---------------- tuple attributes, defaults, output shapes from attributes ----------------
+
+def _circular_pad(env, default=None):
+    from support import load_example
+
+    spec = load_example("circular_pad").circular_pad_spec()
+    if default is not None:
+        spec.inputs = [spec.inputs[0], ttk.ScalarInput("pads", (int, 4), default=default)]
+    return declare(spec)
+
+
+@pytest.mark.parametrize("shape,pads", [((2, 5, 7), (1, 2, 3, 4)), ((1, 1, 1), (0, 0, 0, 0)), ((3, 4, 9), (7, 0, 0, 2)),
+                                        ((0, 3, 3), (1, 1, 1, 1))])
+def test_tuple_attribute_sizes_the_output_and_is_baked(env, shape, pads):
+    """``pads`` is one int32 array attribute; the descriptor reads its values (TensorRT gives them when it
+    builds) as constants in the output shape, and the AOT launch passes them as four ints."""
+    import numpy as np
+
+    kop = _circular_pad(env)
+    register_plugin(kop, env.trt, env.trtp)
+    attrs = sys.modules["tensorrt.plugin._lib"].QDP_REGISTRY[kop.op_name].input_attrs
+    assert str(np.dtype(typing.get_args(attrs["pads"].__args__[1])[0])) == "int32"
+    res = env.build(kop.op_name, inputs=[("FP32", shape)], attrs={"pads": np.array(pads, dtype=np.int32)})
+    b, h, w = shape
+    ho, wo = h + pads[2] + pads[3], w + pads[0] + pads[1]
+    assert res.is_aot and res.output_shapes == [(b, ho, wo)]
+    assert res.extra_arg_values == [*pads, h, w, ho, wo, b * ho * wo]
+    assert res.grid == (-(-(b * ho * wo) // 256), 1, 1)
+    # dynamic sizes: the attribute stays a constant, the dims follow the inputs
+    assert res.extra_args_at([(4, 6, 8)]) == [*pads, 6, 8, 6 + pads[2] + pads[3], 8 + pads[0] + pads[1],
+                                              4 * (6 + pads[2] + pads[3]) * (8 + pads[0] + pads[1])]
+    assert [str(e) for e in res.output_shape_exprs[0]] != [] and res.output_shapes == [(b, ho, wo)]
+
+
+def test_tuple_attribute_from_a_python_tuple_and_the_converter(env):
+    kop = _circular_pad(env)
+    register_plugin(kop, env.trt, env.trtp)
+    res = env.build(kop.op_name, inputs=[("FP32", (2, 3, 4))], attrs={"pads": (1, 0, 0, 1)})
+    assert res.output_shapes == [(2, 4, 5)] and res.extra_arg_values[:4] == [1, 0, 0, 1]
+    net = env.network()
+    x = net.add_input("x", env.trt.float32, [2, 3, 4])
+    plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
+    with pytest.raises(ttk.InputError, match=r"scalar 'pads'\[2\] = 4294967296 does not fit a 32-bit C int"):
+        convert(kop, types.SimpleNamespace(net=net), (x, (0, 0, 2**32, 0)), {}, "n",
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+    with pytest.raises(ttk.InputError, match=r"scalar 'pads' takes 4 ints, got 3 values"):
+        convert(kop, types.SimpleNamespace(net=net), (x, (0, 0, 1)), {}, "n",
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+    assert net.num_layers == 0
+    out = convert(kop, types.SimpleNamespace(net=net), (x, [2, 2, 0, 1]), {}, "n",
+                  get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+    assert net.num_layers == 1 and out is net.get_layer(0).get_output(0)
+
+
+def test_converter_bakes_the_defaults_torch_left_out(env):
+    """A traced call that left ``pads`` / ``eps`` out (equal to their defaults): the converter passes the
+    defaults as attributes, and the AOT launch bakes them in."""
+    from support import load_example
+
+    pad = _circular_pad(env, default=(1, 1, 2, 2))
+    rms = declare(load_example("circular_pad").rms_norm_spec())
+    for kop, args, want in [(pad, ("x",), {"pads": (1, 1, 2, 2)}), (rms, ("x", "w"), {"eps": 1e-6}),
+                            (rms, ("x", "w"), {"eps": 0.25})]:
+        call = args if kop is pad or want["eps"] == 1e-6 else args + (0.25,)
+        assert split_arguments(kop, call, {})[1] == want
+    register_plugin(pad, env.trt, env.trtp)
+    res = env.build(pad.op_name, inputs=[("FP32", (1, 3, 3))], attrs=split_arguments(pad, ("x",), {})[1])
+    assert res.output_shapes == [(1, 7, 5)] and res.extra_arg_values[:4] == [1, 1, 2, 2]
+    register_plugin(rms, env.trt, env.trtp)
+    res = env.build(rms.op_name, inputs=[("FP32", (5, 16)), ("FP32", (16,))],
+                    attrs=split_arguments(rms, ("x", "w"), {})[1])
+    assert res.extra_arg_values == [float_bits(1e-6), 16] and res.grid == (5, 1, 1) and res.output_shapes == [(5, 16)]
+
+
+def test_int_scalar_as_a_repeat_count(env):
+    """``Scalar("k")``: a plain int attribute read by the output shape and the grid."""
+    src = 'extern "C" __global__ void rep(const float* x, int k, int n, float* y) {}'
+    kop = declare(sigmoid_spec(kernel_source=src, kernel_name="rep",
+                               inputs=[ttk.InputDecl("x"), ttk.ScalarInput("k", int, default=2)],
+                               outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("x") * ttk.Scalar("k"),))]))
+    res = build(env, kop, [(3, 100)], attrs={"k": 4})
+    assert res.output_shapes == [(1200,)] and res.extra_arg_values == [4, 300] and res.grid == (5, 1, 1)
