@@ -133,6 +133,24 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, caplog):
     assert any("cannot be loaded" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
 
 
+@needs_cc
+def test_cache_clear_removes_the_built_launcher_and_keeps_foreign_files(tmp_path, monkeypatch, capsys):
+    from trt_kernels import cli
+
+    lau = launcher.load(tmp_path)
+    d = tmp_path / "launcher"
+    dead = d / (os.path.basename(lau.path) + ".a1b2c3d4.tmp")  # a build that died
+    dead.write_bytes(b"half")
+    (d / "notes.txt").write_text("mine")
+    (d / ("ab" * 32 + ".so")).write_bytes(b"not ELF: not ours")
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
+    assert cli.main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert "1 cache entry, 1 temporary file, 0 emptied directories" in out and "kept untouched: 2 files" in out
+    assert sorted(os.listdir(d)) == sorted(["notes.txt", "ab" * 32 + ".so"])
+
+
 def test_no_compiler_means_the_python_launcher_with_the_reason_logged_once(tmp_path):
     """A machine without a C compiler (CC names none): cuda.bindings' launcher, one warning, and status,
     doctor and use('compiled') all say why."""
