@@ -475,3 +475,28 @@ def test_launchers_built_under_use_python_take_cuda_bindings():
         fn = build_launcher(kop, torch.float32, plan, [torch.float32], [torch.float32], StubKernel(),
                             stream=lambda dev: 0)
     assert fn.claunch is None and "claunch(" not in fn.source and "_pack(b[0]" in fn.source
+
+
+def test_the_eager_benchmark_table_puts_both_launchers_side_by_side():
+    """benchmarks/eager_overhead.py's table (its GPU run is the lead's): rows of both launchers with their
+    ratios in both modes, a reason where a row has no number, the verdicts against 1.3x and CuPy."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ttk_eager_overhead", ROOT / "benchmarks" / "eager_overhead.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    C, P = bench.COMPILED, bench.PYTHON
+    row = {"torch.sigmoid": 6.0, f"trt_kernels op, {C}": 7.2, f"trt_kernels op .default, {C}": 7.5,
+           f"trt_kernels op, {P}": 9.0, f"trt_kernels op .default, {P}": 9.1, "anchor launch method": 13.0,
+           "CuPy RawKernel": 8.8}
+    eager = {"grad": dict(row), "inference": {k: v * 1.01 for k, v in row.items()}}
+    missing = {f"Triton op{d}, {lb}": "not installed (ModuleNotFoundError)" for lb in (C, P) for d in ("", " .default")}
+    text = bench.format_eager(eager, missing)
+    assert f"| trt_kernels op, {C}" in text and "7.20 (1.20x)" in text and "9.00 (1.50x)" in text
+    assert f"| Triton op, {C}" in text and "not installed (ModuleNotFoundError)" in text
+    assert (f"grad: trt_kernels op with the {C}: worst 7.50 us = 1.25x torch.sigmoid (meets the 1.3x goal); "
+            "faster than CuPy RawKernel (8.80 us)") in text
+    assert f"grad: trt_kernels op with the {P}: worst 9.10 us = 1.52x torch.sigmoid (misses the 1.3x goal); NOT faster" in text
+    del eager["grad"]["CuPy RawKernel"], eager["inference"]["CuPy RawKernel"]
+    text = bench.format_eager(eager, dict(missing, **{"CuPy RawKernel": "not installed (ImportError)"}))
+    assert "| CuPy RawKernel" in text and "not installed (ImportError)" in text and "than CuPy" not in text
