@@ -1,12 +1,18 @@
 """Per-call host cost of an eager launch, side by side, and registration cost (GPU machine).
 
-Rows, all at 1K float32 elements, medians of 15 timed batches of 2000 calls, interleaved:
-  torch.sigmoid                      the bar (goal: ours <= 1.4x this, and below CuPy)
-  trt_kernels op                     torch.ops.kern_ex.sigmoid(x) (the seed's case 1)
-  trt_kernels op (.default)          the OpOverload, as compiled graphs call it
-  anchor launch method               cuda.core ``launch`` with a stream wrapper built per call,
-                                     as torch_tensorrt.kernels' eager path does (seed case 6)
-  CuPy RawKernel                     the same source through cupy.RawKernel, output via cupy.empty_like
+Rows, all at 1K float32 elements, medians of 21 timed batches of 2000 calls, interleaved:
+  torch.sigmoid                        the bar (goal: ours <= 1.3x this, and below CuPy)
+  trt_kernels op, compiled launcher    torch.ops.kern_c.sigmoid(x) (the seed's case 1), its launcher
+                                       built with trt_kernels.launcher.using("compiled")
+  ... .default                         the OpOverload, as compiled graphs call it
+  trt_kernels op, cuda.bindings        torch.ops.kern_py.sigmoid(x), the same op with its launcher built
+                                       with trt_kernels.launcher.using("python") (cuda.bindings' cuLaunchKernel)
+  Triton op, both launchers            x * alpha + 1 through triton_kernel_op (tests/triton_kernels.py),
+                                       "not installed" without triton
+  anchor launch method                 cuda.core ``launch`` with a stream wrapper built per call,
+                                       as torch_tensorrt.kernels' eager path does (seed case 6)
+  CuPy RawKernel                       the same source through cupy.RawKernel, output via cupy.empty_like
+                                       ("not installed" without cupy)
 each in grad mode and under torch.inference_mode().
 
 Then per seed kernel: cold compile + registration (empty cache, fresh process) and warm
@@ -27,6 +33,8 @@ import time
 from pathlib import Path
 
 import torch
+
+import trt_kernels as ttk
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 1024
@@ -57,11 +65,35 @@ def bench_all(fns: dict, calls=2000, reps=21) -> dict:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+GOAL = 1.3  # ours <= GOAL x torch.sigmoid per call
+COMPILED, PYTHON = "compiled launcher", "cuda.bindings launcher"
+
+
+def _twin_rows(fns, mode, label, op, x, args, launched_by):
+    """``op(x, *args)`` and ``op.default(x, *args)`` under ``label`` (the launcher its launchers use)."""
+    fns[(mode, f"{label}, {launched_by}")] = lambda: op(x, *args)
+    fns[(mode, f"{label} .default, {launched_by}")] = lambda: op.default(x, *args)
+
+
+def _built_with(op_name: str) -> set:
+    from trt_kernels import registry
+
+    return {"compiled" if fn.claunch is not None else "python"
+            for fn in registry.get(op_name).cuda_impl.launchers.values()}
+
+
 def eager_rows():
+    """``({mode: {row: us}}, {row: why it has no number})``."""
     sys.path.insert(0, str(ROOT / "examples"))
-    import cuda_kernel_op as ex  # registers the seed ops
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    import cuda_kernel_op as ex  # the seed ops (kern_ex), for the anchor's method below
+    import seed_specs
     from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
+    from trt_kernels import launcher
+
+    missing = {}
     dev = Device()
     dev.set_current()
     kernel = (
@@ -87,20 +119,51 @@ def eager_rows():
         ck = cupy.RawKernel(ex.CU_SIGMOID, "my_sigmoid")
     except Exception as e:  # noqa: BLE001
         cupy = None
-        print("CuPy unavailable:", e)
+        missing["CuPy RawKernel"] = f"not installed ({type(e).__name__})"
+    try:
+        import triton_kernels as tk  # imports triton
+    except Exception as e:  # noqa: BLE001
+        tk = None
+        for lab in (COMPILED, PYTHON):
+            missing[f"Triton op, {lab}"] = missing[f"Triton op .default, {lab}"] = f"not installed ({type(e).__name__})"
 
-    op = torch.ops.kern_ex.sigmoid
-    opd = op.default
+    # twins: the same ops, one's launchers built with the compiled launcher, the other's with cuda.bindings'
+    seed_specs.declare("kern_c")
+    seed_specs.declare("kern_py")
+    if tk is not None:
+        tk.declare_scale("tri_c::scale", tactics=False)
+        tk.declare_scale("tri_py::scale", tactics=False)
+    twins = [("trt_kernels op", "kern_{}::sigmoid", (), lambda t: torch.sigmoid(t))]
+    if tk is not None:
+        twins.append(("Triton op", "tri_{}::scale", (0.5,), lambda t: t * 0.5 + 1.0))
     x = torch.randn(N, device="cuda")
     with torch.inference_mode():
         xi = torch.randn(N, device="cuda")
+    ops = {}
+    for label, pattern, args, ref in twins:
+        for tag, kind, launched_by in (("c", "compiled", COMPILED), ("py", "python", PYTHON)):
+            name = pattern.format(tag)
+            ns, short = name.split("::")
+            op = getattr(getattr(torch.ops, ns), short)
+            try:
+                with launcher.using(kind):  # the launchers are built at the first call of each key
+                    for t in (x, xi):
+                        torch.testing.assert_close(op(t, *args), ref(t), atol=1e-6, rtol=1e-5)
+                        torch.testing.assert_close(op.default(t, *args), ref(t), atol=1e-6, rtol=1e-5)
+            except ttk.LaunchError as e:  # the compiled launcher cannot be had here: say why
+                missing[f"{label}, {launched_by}"] = missing[f"{label} .default, {launched_by}"] = str(e)
+                continue
+            assert _built_with(name) == {kind}, (name, _built_with(name))
+            ops[(label, launched_by)] = (op, args)
     fns = {}
     for mode, t in (("grad", x), ("inference", xi)):
-        torch.testing.assert_close(op(t), torch.sigmoid(t), atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(anchor_style(t), torch.sigmoid(t), atol=1e-6, rtol=1e-5)
         fns[(mode, "torch.sigmoid")] = lambda t=t: torch.sigmoid(t)
-        fns[(mode, "trt_kernels op")] = lambda t=t: op(t)
-        fns[(mode, "trt_kernels op (.default)")] = lambda t=t: opd(t)
+        for label, _, _, _ in twins:
+            for launched_by in (COMPILED, PYTHON):
+                if (label, launched_by) in ops:
+                    op, args = ops[(label, launched_by)]
+                    _twin_rows(fns, mode, label, op, t, args, launched_by)
         fns[(mode, "anchor launch method")] = lambda t=t: anchor_style(t)
         if cupy is not None:
             cx = cupy.asarray(t)
@@ -115,7 +178,46 @@ def eager_rows():
             assert cupy.allclose(cupy_call(), cupy.asarray(torch.sigmoid(t)), atol=1e-6)
             fns[(mode, "CuPy RawKernel")] = cupy_call
     res = bench_all(fns)
-    return {mode: {name: v for (m, name), v in res.items() if m == mode} for mode in ("grad", "inference")}
+    return {mode: {name: v for (m, name), v in res.items() if m == mode} for mode in ("grad", "inference")}, missing
+
+
+ROW_ORDER = ["torch.sigmoid"] + [f"{label}{d}, {lb}" for label in ("trt_kernels op", "Triton op")
+                                  for lb in (COMPILED, PYTHON) for d in ("", " .default")] + \
+            ["anchor launch method", "CuPy RawKernel"]
+
+
+def format_eager(eager: dict, missing: dict) -> str:
+    """The per-call table (medians and ratios to torch.sigmoid, both modes side by side) and the verdicts."""
+    names = [n for n in ROW_ORDER if n in eager["grad"] or n in missing]
+    w = max(len(n) for n in names)
+    lines = [f"per-call host cost at {N} float32 elements, median us (ratio to torch.sigmoid)",
+             f"| {'method':{w}s} | {'grad mode':>18s} | {'inference_mode':>18s} |",
+             f"| {'-' * w} | {'-' * 18} | {'-' * 18} |"]
+    for name in names:
+        if name in missing:
+            lines.append(f"| {name:{w}s} | {missing[name]} |")
+            continue
+        cells = []
+        for mode in ("grad", "inference"):
+            v = eager[mode][name]
+            cells.append(f"{v:7.2f} ({v / eager[mode]['torch.sigmoid']:.2f}x)")
+        lines.append(f"| {name:{w}s} | {cells[0]:>18s} | {cells[1]:>18s} |")
+    for mode in ("grad", "inference"):
+        row = eager[mode]
+        bar = row["torch.sigmoid"]
+        for label in ("trt_kernels op", "Triton op"):
+            for lb in (COMPILED, PYTHON):
+                got = [row[n] for n in (f"{label}, {lb}", f"{label} .default, {lb}") if n in row]
+                if not got:
+                    continue
+                worst = max(got)
+                verdict = (f"{mode}: {label} with the {lb}: worst {worst:.2f} us = {worst / bar:.2f}x torch.sigmoid "
+                           f"({'meets' if worst <= GOAL * bar else 'misses'} the {GOAL}x goal)")
+                if "CuPy RawKernel" in row:
+                    verdict += (f"; {'faster' if worst < row['CuPy RawKernel'] else 'NOT faster'} than CuPy RawKernel "
+                                f"({row['CuPy RawKernel']:.2f} us)")
+                lines.append(verdict)
+    return "\n".join(lines)
 
 
 _REG_SCRIPT = r"""
@@ -162,27 +264,14 @@ def main() -> None:
 
     print(f"device {torch.cuda.get_device_name()} | torch {torch.__version__} | cuda-bindings "
           f"{cuda.bindings.__version__} | nvrtc {nvrtc.nvrtcVersion()[1:]} | python {sys.version.split()[0]}")
-    eager = eager_rows()
+    eager, missing = eager_rows()
     cold, warm = registration_rows()
+    from trt_kernels import launcher
+
+    d = launcher.describe()
+    print(f"compiled launcher of this process: {d['launcher']} ({d['reason']})")
     print()
-    print(f"per-call host cost at {N} float32 elements, median us (ratio to torch.sigmoid)")
-    print(f"| {'method':28s} | {'grad mode':>18s} | {'inference_mode':>18s} |")
-    print(f"| {'-' * 28} | {'-' * 18} | {'-' * 18} |")
-    for name in eager["grad"]:
-        cells = []
-        for mode in ("grad", "inference"):
-            v = eager[mode][name]
-            cells.append(f"{v:7.2f} ({v / eager[mode]['torch.sigmoid']:.2f}x)")
-        print(f"| {name:28s} | {cells[0]:>18s} | {cells[1]:>18s} |")
-    for mode in ("grad", "inference"):
-        row = eager[mode]
-        worst = max(row["trt_kernels op"], row["trt_kernels op (.default)"])
-        verdict = [f"{mode}: worst of ours {worst / row['torch.sigmoid']:.2f}x torch.sigmoid "
-                   f"({'meets' if worst <= 1.4 * row['torch.sigmoid'] else 'misses'} the 1.4x goal)"]
-        if "CuPy RawKernel" in row:
-            verdict.append(f"{'faster' if worst < row['CuPy RawKernel'] else 'NOT faster'} than CuPy RawKernel "
-                           f"({row['CuPy RawKernel']:.2f} us)")
-        print("; ".join(verdict))
+    print(format_eager(eager, missing))
     print()
     print(f"registration per kernel, ms (once per process, measured separately here: import trt_kernels after "
           f"torch {warm['import_ms']:.0f} ms, first CUDA query {warm['cuda_init_ms']:.0f} ms, "

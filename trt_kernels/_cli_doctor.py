@@ -167,6 +167,7 @@ def gather() -> Dict[str, Any]:
         f["standin"] = unavailable_reason()
     except Exception as e:  # noqa: BLE001
         f["emulation"] = f["standin"] = _err(e)
+    f["eager_launcher"] = launcher_facts(f["driver"] is not None)
     # cache
     from .compile import cache_dir
 
@@ -180,6 +181,26 @@ def gather() -> Dict[str, Any]:
                 size += p.stat().st_size
     f["cache_files"], f["cache_bytes"] = n, size
     return f
+
+
+def launcher_facts(have_driver: bool) -> Dict[str, Any]:
+    """The eager launcher this machine gets: the compiled one (built now or found in the cache, and
+    with a driver, bound to its cuLaunchKernel) or cuda.bindings', with the reason."""
+    from . import launcher
+    from .cache_store import cache_dir
+
+    try:
+        lau = launcher.load(cache_dir())
+        out: Dict[str, Any] = {"launcher": lau.kind, "reason": lau.reason, "path": lau.path, "bound": False}
+        if lau.kind == "compiled" and have_driver:
+            bound = launcher.bind(lau)
+            out.update(launcher=bound.kind, reason=bound.reason if bound.kind != "compiled" else lau.reason,
+                       bound=bound.kind == "compiled")
+    except Exception as e:  # noqa: BLE001
+        out = {"launcher": "python", "reason": _err(e), "path": None, "bound": False}
+    if launcher.preference() != "auto":
+        out["chosen"] = launcher.preference()
+    return out
 
 
 def _ver(v) -> str:
@@ -301,6 +322,14 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     em = f.get("emulation")
     add("emulated Torch-TensorRT tier", "ok" if em is None else "note",
         "can run (trt_kernels.testing.emulate_tensorrt)" if em is None else em)
+    el = f.get("eager_launcher") or {}
+    if el.get("launcher") == "compiled":
+        add("eager launcher", "ok", "compiled: " + el.get("reason", "")
+            + ("" if el.get("bound") else "; bound to the driver's cuLaunchKernel at the first eager launch"))
+    elif el:
+        add("eager launcher", "note", "cuda.bindings' cuLaunchKernel (more host time per call than the compiled "
+            f"launcher): {el.get('reason')}. Fix: install a C compiler (gcc) and Python's headers (python3-dev), "
+            "or set CC", "install a C compiler (gcc) and Python's headers (python3-dev), or set CC")
     cdir = f.get("cache_dir")
     add("compile cache", "ok", f"{cdir}: {f.get('cache_files', 0)} files, {f.get('cache_bytes', 0) / 1024:.1f} KiB"
         if cdir else "disabled (TRT_KERNELS_CACHE=0)")

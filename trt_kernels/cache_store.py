@@ -14,6 +14,7 @@ Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt
 
     <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.compile)
     <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_compile)
+    <cache>/launcher/<64 hex><EXT_SUFFIX>       the compiled eager launcher (trt_kernels.launcher)
     <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
 
 Reads open regular files only (no FIFO, device or symbolic link; at most
@@ -60,6 +61,9 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 _ARCH_BIN = re.compile(r"sm_\d+[af]?\.bin")
 _KEY_BIN = re.compile(r"[0-9a-f]{64}\.bin")
 _TMP = re.compile(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
+_LAUNCHER_SO = re.compile(r"[0-9a-f]{64}\.[A-Za-z0-9_.-]+")  # <key><EXT_SUFFIX>, an ELF shared object
+_LAUNCHER_TMP = re.compile(r"[0-9a-f]{64}\.[A-Za-z0-9_.-]+\.tmp")  # its build in progress (mkstemp)
+ELF_MAGIC = b"\x7fELF"
 _OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 
@@ -378,9 +382,10 @@ def _keep(rep: ClearReport, path: str, st: os.stat_result) -> None:
             rep.kept += 1
 
 
-def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: bytes, only: Optional[Set[str]] = None):
-    """Remove entries named like ``entry`` that start with ``magic``, and temporary files, from
-    ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
+def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: bytes, only: Optional[Set[str]] = None,
+                 tmp: "re.Pattern[str]" = _TMP):
+    """Remove entries named like ``entry`` that start with ``magic``, and temporary files (named like
+    ``tmp``), from ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
     kept = False
     with os.scandir(d) as it:
         items = [e for e in it if only is None or e.name in only]
@@ -390,7 +395,7 @@ def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: byte
         except OSError:
             continue
         ours = stat.S_ISREG(st.st_mode) and (
-            (entry.fullmatch(e.name) and _starts_with(e.path, magic)) or _TMP.fullmatch(e.name))
+            tmp.fullmatch(e.name) or (entry.fullmatch(e.name) and _starts_with(e.path, magic)))
         if not ours:
             kept = True
             _keep(rep, e.path, st)
@@ -417,7 +422,8 @@ def clear(root: Path) -> ClearReport:
     Ours: ``<64 hex>/sm_XY.bin`` entries starting with the NVRTC magic, ``triton/<64 hex>.bin``
     entries starting with the Triton magic, ``<64 hex>.bin`` at the top starting with the NVRTC
     magic (format 1), and temporary files ``*.bin.<random>.tmp`` next to them; all regular files,
-    whatever the format version after the magic. A program-key directory (and ``triton/``) is
+    whatever the format version after the magic; ``launcher/<64 hex><EXT_SUFFIX>`` shared objects
+    (ELF) and their temporary files. A program-key directory (and ``triton/``, ``launcher/``) is
     removed when that leaves it empty. Everything else, symbolic links included (never
     followed), is left untouched and counted in the report; ``root`` itself stays.
     """
@@ -433,10 +439,12 @@ def clear(root: Path) -> ClearReport:
         except OSError:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
-        if is_dir and (_KEY.fullmatch(e.name) or e.name == "triton"):
-            pattern, magic = (_ARCH_BIN, NVRTC_MAGIC) if e.name != "triton" else (_KEY_BIN, TRITON_MAGIC)
+        if is_dir and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher")):
+            pattern, magic, tmp = {"triton": (_KEY_BIN, TRITON_MAGIC, _TMP),
+                                   "launcher": (_LAUNCHER_SO, ELF_MAGIC, _LAUNCHER_TMP)}.get(
+                e.name, (_ARCH_BIN, NVRTC_MAGIC, _TMP))
             try:
-                kept = _clear_files(rep, e.path, pattern, magic)
+                kept = _clear_files(rep, e.path, pattern, magic, tmp=tmp)
             except OSError as err:
                 rep.errors.append(f"{e.path}: {err}")
                 continue

@@ -14,8 +14,10 @@ user-provided string reaches it. The function it defines does, in order:
    int32 range of each extra and CUDA's grid limits checked, so an oversized
    input raises before anything is copied or allocated;
 3. ``contiguous()`` copies where needed, output allocation;
-4. pack the parameters into this thread's buffer and ``cuLaunchKernel`` on
-   torch's current stream of the inputs' device.
+4. launch on torch's current stream of the inputs' device: with the compiled launcher
+   (:mod:`trt_kernels.launcher`), one call that converts the parameters and calls
+   ``cuLaunchKernel``; with cuda.bindings, pack the parameters into this thread's buffer and
+   call its ``cuLaunchKernel``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
 
-def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None) -> None:
+def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None, again=None) -> None:
     """A launch failed: if the calling thread had another (or no) context current, make the
-    tensor's device current and launch again; otherwise report the driver's error."""
+    tensor's device current and launch again (``again(stream)``, the compiled launcher's call, where
+    given; else cuda.bindings' with the parameter array at ``addr``); otherwise report the driver's error."""
     cu = driver()
     if int(err) in RETRY_CONTEXT_ERRORS:
         ctx_prev = cu.cuCtxGetCurrent()[1]
@@ -46,7 +49,10 @@ def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stre
         try:
             if stream is None:
                 stream = torch._C._cuda_getCurrentRawStream(dev)
-            (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
+            if again is not None:
+                err2 = again(stream)
+            else:
+                (err2,) = cu.cuLaunchKernel(kernel.function(dev), *grid, *block, smem, stream, addr, 0)
         finally:
             if ctx_prev is not None and int(ctx_prev) != 0:
                 cu.cuCtxSetCurrent(ctx_prev)
@@ -202,11 +208,13 @@ class Launcher:
 
 def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
                    in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None, prefix: str = "_",
-                   scratch: Tuple[Tuple[int, int], ...] = ()) -> Launcher:
+                   scratch: Tuple[Tuple[int, int], ...] = (), claunch=None) -> Launcher:
     """The launch code for one (dtype, ranks) of ``kop``: statements over ``a0..aN`` (the op's
     arguments) that end in ``return``, and the namespace they need. ``scratch``: ``(bytes per block,
     alignment)`` of each pointer the compiler appended after the declared parameters (NULL where 0
-    bytes; a buffer per launch otherwise)."""
+    bytes; a buffer per launch otherwise). ``claunch``: the compiled launcher's ``launch(func, gx, gy,
+    gz, bx, by, bz, smem, stream, codes, *values) -> CUresult`` to call; None: cuda.bindings'
+    ``cuLaunchKernel`` (or ``launch``) with a packed buffer."""
     op = kop.op_name
     kinds = kop.sig.arg_kinds
     nargs = len(kinds)
@@ -261,6 +269,17 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         pack.set_hidden(buf, [p for _, p in held])
         return held
 
+    codes = "".join(pack.codes).encode() + b"Q" * len(scratch)  # the compiled launcher's parameter codes
+
+    def crelaunch_(err, dev, gx, gy, gz, smem, vals):
+        def again(stream):
+            return claunch(kernel.handle(dev), gx, gy, gz, *plan.block, smem, stream, codes, *vals)
+
+        relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, 0, again=again)
+
+    def cscratch_(blocks: int, device):
+        return scratch_buffers(scratch, blocks, device)
+
     ns: Dict[str, Any] = {
         f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,
         f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}size_error": size_error,
@@ -273,6 +292,10 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
         f"{P}scratch": scratch_, f"{P}bad_scalars": bad_scalars,
     }
+    if claunch is not None:
+        ns.update({f"{P}claunch": claunch, f"{P}codes": codes, f"{P}handles": kernel._handles,
+                   f"{P}handle": kernel.handle, f"{P}crelaunch": crelaunch_, f"{P}cscratch": cscratch_,
+                   f"{P}conv_error": (OverflowError, TypeError)})
     for i, d in enumerate(out_dtypes):
         ns[f"{P}odt{i}"] = d
     params = ", ".join(f"a{i}" for i in range(nargs))
@@ -343,7 +366,24 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     bx, by, bz = plan.block
     # a grid axis that is a constant (1 for most geometries) needs no emptiness test
     nonempty = [g for g, src in zip(("gx", "gy", "gz"), grid_src) if not (src.isdigit() and int(src) > 0)]
-    body += [
+    has_scratch = any(n > 0 for n, _ in scratch)
+    if claunch is not None:  # one call converts the parameters and launches
+        hidden = [f"held[{i}][1]" if has_scratch else "0" for i in range(len(scratch))]
+        cvals = ", ".join(vals + hidden)
+        body += [
+            f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
+            f"        f = {P}handles.get(dev)",
+            "        if f is None:",
+            f"            f = {P}handle(dev)",
+            *([f"        held = {P}cscratch(gx * gy * gz, a{tpos[0]}.device)"] if has_scratch else []),
+            "        try:",
+            f"            err = {P}claunch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), {P}codes, {cvals})",
+            f"        except {P}conv_error as exc:",
+            f"            {P}scalar_error(({params},), exc)",
+            "        if err:",
+            f"            {P}crelaunch(err, dev, gx, gy, gz, {smem_src}, ({cvals},))",
+        ]
+    body += [] if claunch is not None else [
         f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
         "        try:",
         f"            b = {P}tls.b",
@@ -353,7 +393,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"            {P}pack(b[0], 0, {', '.join(vals)})",
         f"        except {P}struct_error as exc:",
         f"            {P}scalar_error(({params},), exc)",
-        *([f"        held = {P}scratch(b[0], gx * gy * gz, a{tpos[0]}.device)"] if any(n > 0 for n, _ in scratch) else []),
+        *([f"        held = {P}scratch(b[0], gx * gy * gz, a{tpos[0]}.device)"] if has_scratch else []),
         f"        f = {P}funcs.get(dev)",
         "        if f is None:",
         f"            f = {P}load(dev)",
@@ -369,14 +409,25 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
 def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
                    in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None,
-                   scratch: Tuple[Tuple[int, int], ...] = ()) -> Callable[..., Any]:
+                   scratch: Tuple[Tuple[int, int], ...] = (), claunch: Any = "auto") -> Callable[..., Any]:
     """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
 
     ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
     default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
-    The function has ``.parts`` (its :class:`Launcher`), ``.source`` and ``.pack``.
+    ``claunch``: ``"auto"`` asks :mod:`trt_kernels.launcher` for the compiled launcher (where
+    ``launch`` is not given; prepared on the process's first call), None takes cuda.bindings', a
+    callable is the compiled launcher's ``launch`` (tests pass recorders).
+    The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack`` and ``.claunch``.
     """
-    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream, scratch=scratch)
+    if isinstance(claunch, str):  # "auto"
+        claunch = None
+        if launch is None:
+            from . import launcher
+
+            chosen = launcher.for_new_launcher(len(kop.param_pack(kdt, len(scratch)).codes) + len(scratch))
+            claunch = chosen.launch if chosen is not None else None
+    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream, scratch=scratch,
+                           claunch=claunch)
     params = ", ".join(f"a{i}" for i in range(len(kop.sig.arg_kinds)))
     src = f"def launch({params}):\n" + "\n".join(parts.body) + "\n"
     ns = dict(parts.ns)
@@ -386,8 +437,9 @@ def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     fn.source = src
     fn.pack = parts.pack
     fn.parts = parts
+    fn.claunch = claunch
     fn.rebuild = lambda prefix: launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch,
-                                               stream=stream, prefix=prefix, scratch=scratch)
+                                               stream=stream, prefix=prefix, scratch=scratch, claunch=claunch)
     return fn
 
 

@@ -124,6 +124,7 @@ class LoadedKernel:
         self._library = None
         self._kernel = None
         self._functions: Dict[int, object] = {}
+        self._handles: Dict[int, int] = {}  # the CUfunction as an int, for the compiled launcher
         self._lock = threading.Lock()
 
     def function(self, device: int):
@@ -131,6 +132,13 @@ class LoadedKernel:
         if f is None:
             f = self._load(device)
         return f
+
+    def handle(self, device: int) -> int:
+        """``function(device)`` as an int (what the compiled launcher takes)."""
+        h = self._handles.get(device)
+        if h is None:
+            h = self._handles.setdefault(device, int(self.function(device)))
+        return h
 
     def _load(self, device: int):
         with self._lock:

@@ -52,6 +52,10 @@ def format_status() -> str:
              + (f" [{trt['backend']}]" if trt.get("backend") else "")]
     if trt.get("notes"):
         lines.append(f"    note: {trt['notes']}")
+    from .launcher import describe
+
+    lau = describe()
+    lines.append(f"eager launcher: {lau['launcher']} ({lau['reason']})")
     rows = status(trt)
     if not rows:
         lines.append("no ops registered")

@@ -277,7 +277,7 @@ def test_doctor_runs_and_its_exit_status_follows_the_checks(capsys):
     assert rc == (1 if any(c["status"] == "error" for c in data["checks"]) else 0)
     names = [c["check"] for c in data["checks"]]
     for n in ("torch", "GPU", "CUDA driver", "cuda-bindings", "NVRTC", "CUDA headers", "probe compile",
-              "TensorRT", "AOT/JIT replay tier", "emulated Torch-TensorRT tier", "compile cache"):
+              "TensorRT", "AOT/JIT replay tier", "emulated Torch-TensorRT tier", "eager launcher", "compile cache"):
         assert n in names
     f = data["facts"]
     assert f["torch"] == torch.__version__ and f["nvrtc"] and f["probe"].startswith("ok")

@@ -1,0 +1,390 @@
+"""Which function the eager fast path launches kernels with: the compiled launcher, or cuda.bindings.
+
+The compiled launcher is a small C extension module written for this package
+(``trt_kernels/_claunch.c``: Python's C API only, no CUDA or torch headers) that converts the
+kernel's parameters on the stack and calls the driver's ``cuLaunchKernel``. It replaces the
+call through cuda.bindings, most of whose cost per launch is converting its arguments.
+
+It is built on the first eager launch of the process (never at ``import trt_kernels`` or when
+an op is declared) with the system C compiler (``$CC``, else sysconfig's ``CC``, else ``gcc``,
+``clang`` or ``cc``) and Python's headers, and kept in the disk cache::
+
+    <cache>/launcher/<key: 64 hex><EXT_SUFFIX>     key = SHA-256(source, Python ABI, platform)
+
+(written atomically, so processes building the same key at once are safe; a later process
+loads it without running a compiler). Where no compiler or no ``Python.h`` is found, or the
+build or the load fails, launches go through cuda.bindings as before: one warning is logged
+once, and ``trt-kernels doctor`` and ``trt-kernels status`` say which launcher is in use and
+why (:func:`describe`). Tests compare the two: :func:`use` / :func:`using` choose the launcher
+of the (dtype, ranks) launchers built from then on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+_LOG = logging.getLogger("trt_kernels")
+
+SOURCE = Path(__file__).with_name("_claunch.c")
+MODULE = "_claunch"  # the C file's PyInit__claunch
+ABI = 1  # the C file's TRTK_LAUNCHER_ABI: a module reporting another is not used
+KINDS = ("auto", "compiled", "python")
+CUDA_VERSION_ASKED = 12000  # the cuLaunchKernel ABI asked of cuGetProcAddress (unchanged since CUDA 4.0)
+BUILD_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The outcome of preparing the compiled launcher: ``kind`` is ``"compiled"`` (``launch`` is the
+    C function) or ``"python"`` (cuda.bindings' ``cuLaunchKernel``); ``reason`` says why."""
+
+    kind: str
+    reason: str
+    path: Optional[str] = None
+    launch: Optional[Callable[..., int]] = None
+    max_params: int = 0
+    module: Any = None
+
+
+_LOCK = threading.Lock()
+_prepared: Optional[Launcher] = None
+_preference = "auto"
+
+
+# ---------------- choosing ----------------
+
+
+def use(kind: str) -> str:
+    """Choose the launcher of the launchers built from now on (an op's launcher for a (dtype, ranks)
+    is built at its first call): ``"auto"`` (the compiled one where it can be had, the default),
+    ``"compiled"`` (it or a :class:`~trt_kernels.LaunchError` naming why not) or ``"python"``
+    (cuda.bindings). Returns the previous choice; :func:`using` restores it for you."""
+    global _preference
+    if kind not in KINDS:
+        from .errors import InputError
+
+        raise InputError(f"trt_kernels.launcher.use: {kind!r} is not a launcher. Fix: pass one of {', '.join(KINDS)}")
+    with _LOCK:
+        prev, _preference = _preference, kind
+    return prev
+
+
+@contextlib.contextmanager
+def using(kind: str) -> Iterator[None]:
+    """``with using("python"): ...``: :func:`use` for the block, the previous choice after it."""
+    prev = use(kind)
+    try:
+        yield
+    finally:
+        use(prev)
+
+
+def preference() -> str:
+    return _preference
+
+
+def for_new_launcher(n_params: int) -> Optional[Launcher]:
+    """The compiled launcher for a launcher about to be built, or None for cuda.bindings' (chosen
+    with :func:`use`; prepared on the first call of the process)."""
+    pref = _preference
+    if pref == "python":
+        return None
+    lau = prepare()
+    if lau.kind == "compiled" and n_params <= lau.max_params:
+        return lau
+    if pref == "compiled":
+        from .errors import LaunchError
+
+        why = lau.reason if lau.kind != "compiled" else (f"the kernel has {n_params} parameters, more than the "
+                                                         f"{lau.max_params} it takes")
+        raise LaunchError(f"the compiled eager launcher was asked for (trt_kernels.launcher.use('compiled')) but "
+                          f"cannot be used: {why}")
+    return None
+
+
+def describe() -> Dict[str, str]:
+    """``{"launcher": "compiled" | "python", "reason": ...}``: what this process launches with (or,
+    before its first eager launch, will), without building or loading anything (``status``)."""
+    if _preference == "python":
+        return {"launcher": "python", "reason": "chosen with trt_kernels.launcher.use('python')"}
+    lau = _prepared
+    if lau is not None:
+        return {"launcher": lau.kind, "reason": lau.reason}
+    from .cache_store import cache_dir
+
+    root = cache_dir()
+    try:
+        path = module_path(root) if root is not None else None
+    except OSError as e:
+        return {"launcher": "python", "reason": f"the launcher's source {SOURCE} cannot be read ({e})"}
+    if path is not None and path.is_file():
+        return {"launcher": "compiled", "reason": f"in the cache ({path}); loaded at the first eager launch"}
+    cc, origin = find_compiler()
+    if cc is None:
+        return {"launcher": "python", "reason": origin}
+    _, missing = python_includes()
+    if missing:
+        return {"launcher": "python", "reason": missing}
+    return {"launcher": "compiled", "reason": f"built with {origin} at the first eager launch"
+            + ("" if root is not None else " (not cached: TRT_KERNELS_CACHE=0)")}
+
+
+# ---------------- preparing (once per process) ----------------
+
+
+def prepare() -> Launcher:
+    """Build or load the compiled launcher and bind it to the driver, once per process (never
+    raises: a failure is the cuda.bindings launcher with the reason, logged once)."""
+    global _prepared
+    lau = _prepared
+    if lau is not None:
+        return lau
+    with _LOCK:
+        if _prepared is None:
+            from .cache_store import cache_dir
+
+            lau = load(cache_dir())
+            if lau.kind == "compiled":
+                lau = bind(lau)
+            if lau.kind != "compiled":
+                _LOG.warning("trt_kernels: eager launches go through cuda.bindings' cuLaunchKernel, not the compiled "
+                             "launcher: %s (said once; `trt-kernels doctor` shows it)", lau.reason)
+            _prepared = lau
+        return _prepared
+
+
+def bind(lau: Launcher) -> Launcher:
+    """Hand the driver's ``cuLaunchKernel`` to a loaded module (the python launcher, with the
+    reason, where the driver cannot give it)."""
+    try:
+        addr = driver_entry()
+    except Exception as e:  # noqa: BLE001 - no driver, or an old cuda-bindings
+        return Launcher("python", f"the driver's cuLaunchKernel could not be resolved ({type(e).__name__}: {e})",
+                        lau.path)
+    lau.module.set_entry(addr)
+    return lau
+
+
+def driver_entry() -> int:
+    """The address of the driver's ``cuLaunchKernel`` that cuda.bindings would call: through its
+    ``cuGetProcAddress`` (the driver library the process uses), for the legacy default stream,
+    or the per-thread one where ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` asks cuda.bindings for it."""
+    from .launch import driver, ensure_driver, error_text
+
+    ensure_driver()
+    cu = driver()
+    flags = cu.CUdriverProcAddress_flags
+    try:
+        ptds = int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") or 0) != 0
+    except ValueError:
+        ptds = False
+    flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if ptds else flags.CU_GET_PROC_ADDRESS_LEGACY_STREAM
+    res = cu.cuGetProcAddress(b"cuLaunchKernel", CUDA_VERSION_ASKED, flag)
+    if int(res[0]) != 0:
+        raise RuntimeError(f"cuGetProcAddress(cuLaunchKernel) failed: {error_text(res[0])}")
+    addr = int(res[1])
+    if not addr:
+        raise RuntimeError("cuGetProcAddress(cuLaunchKernel) gave a NULL pointer")
+    return addr
+
+
+# ---------------- building and loading (no process state) ----------------
+
+
+def source_bytes() -> bytes:
+    return SOURCE.read_bytes()
+
+
+def abi_tag() -> Tuple[str, str, str]:
+    """What a built module depends on besides its source: the interpreter's cache tag and extension
+    suffix (which carry the Python ABI) and the platform."""
+    import sysconfig
+
+    return (str(sys.implementation.cache_tag), str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"),
+            str(sysconfig.get_platform()))
+
+
+def cache_key(source: Optional[bytes] = None) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(b"trt_kernels compiled launcher\0")
+    h.update(source if source is not None else source_bytes())
+    for part in abi_tag():
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
+
+
+def module_path(root: Path, source: Optional[bytes] = None) -> Path:
+    return root / "launcher" / f"{cache_key(source)}{abi_tag()[1]}"
+
+
+def find_compiler() -> Tuple[Optional[List[str]], str]:
+    """``(argv of the C compiler, where it came from)``; ``(None, why)`` where none is found.
+    ``$CC`` wins (and only it is tried when set), then sysconfig's ``CC``, then gcc, clang, cc."""
+    import shlex
+    import shutil
+    import sysconfig
+
+    env = os.environ.get("CC", "").strip()
+    if env:
+        try:
+            argv = shlex.split(env)
+        except ValueError as e:
+            return None, f"$CC={env!r} does not parse ({e})"
+        if argv and shutil.which(argv[0]):
+            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"$CC={env}"
+        return None, f"the C compiler $CC={env!r} was not found"
+    tried = []
+    cfg = str(sysconfig.get_config_var("CC") or "").strip()
+    if cfg:
+        try:
+            argv = shlex.split(cfg)
+        except ValueError:
+            argv = []
+        if argv and shutil.which(argv[0]):
+            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"sysconfig CC={cfg}"
+        tried.append(f"sysconfig's {cfg!r}")
+    for name in ("gcc", "clang", "cc"):
+        path = shutil.which(name)
+        if path:
+            return [path], name
+    tried.append("gcc, clang, cc on PATH")
+    return None, f"no C compiler found (tried {', '.join(tried)}); set CC or install gcc"
+
+
+def python_includes() -> Tuple[List[str], Optional[str]]:
+    """``([include dirs], None)``, or ``([], why)`` where ``Python.h`` is missing."""
+    import sysconfig
+
+    scheme = sysconfig.get_default_scheme() if hasattr(sysconfig, "get_default_scheme") else None
+    if scheme == "posix_local":  # Debian's scheme: the headers are under posix_prefix's paths
+        scheme = "posix_prefix"
+    paths = sysconfig.get_paths(scheme=scheme) if scheme else sysconfig.get_paths()
+    dirs = []
+    for key in ("include", "platinclude"):
+        d = paths.get(key)
+        if d and d not in dirs:
+            dirs.append(d)
+    if not any(os.path.isfile(os.path.join(d, "Python.h")) for d in dirs):
+        v = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        return [], (f"Python.h not found in {', '.join(dirs) or 'sysconfig include paths'}: Python's development "
+                    f"headers are not installed (e.g. apt install python{v}-dev, or dnf install python{v}-devel)")
+    return dirs, None
+
+
+def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
+    """Compile ``source`` into the shared object ``out``: ``(True, how)`` or ``(False, why)``."""
+    import subprocess
+    import tempfile
+
+    cc, origin = find_compiler()
+    if cc is None:
+        return False, origin
+    includes, missing = python_includes()
+    if missing:
+        return False, missing
+    with tempfile.TemporaryDirectory(prefix="trt_kernels_launcher_") as tmp:
+        src = os.path.join(tmp, "_claunch.c")
+        with open(src, "wb") as f:
+            f.write(source)
+        argv = cc + ["-shared", "-fPIC", "-O2", *[f"-I{d}" for d in includes], src, "-o", str(out)]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"the C compiler ({origin}) could not be run: {type(e).__name__}: {e}"
+    if r.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in (r.stderr or r.stdout or "").strip().splitlines()[-4:])
+        return False, f"the C compiler ({origin}) failed with exit status {r.returncode}: {tail}"
+    return True, origin
+
+
+def import_module(path: Path):
+    """Load the extension module at ``path`` (not entered in ``sys.modules``)."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader(f"trt_kernels.{MODULE}", str(path))
+    spec = importlib.util.spec_from_file_location(f"trt_kernels.{MODULE}", str(path), loader=loader)
+    if spec is None:
+        raise ImportError(f"no import spec for {path}")
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "launch", None)):
+        raise ImportError(f"{path} is not this trt-kernels' launcher (ABI {getattr(mod, 'ABI', None)}, expected {ABI})")
+    return mod
+
+
+def _loaded(mod, path: Path, how: str) -> Launcher:
+    return Launcher("compiled", how, str(path), mod.launch, int(mod.MAX_PARAMS), mod)
+
+
+def load(root: Optional[Path]) -> Launcher:
+    """The compiled launcher from the cache under ``root`` (built into it first where absent), not
+    yet bound to the driver; or the python launcher with the reason. ``root`` None (cache off):
+    built into a temporary directory, loaded, removed."""
+    try:
+        source = source_bytes()
+    except OSError as e:
+        return Launcher("python", f"the launcher's source {SOURCE} cannot be read ({e})")
+    if root is None:
+        return _load_uncached(source, "the disk cache is off (TRT_KERNELS_CACHE=0)")
+    path = module_path(root, source)
+    if path.is_file():
+        try:
+            return _loaded(import_module(path), path, f"loaded from the cache ({path})")
+        except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
+            _LOG.warning("trt_kernels: the cached compiled launcher %s cannot be loaded (%s); rebuilding it", path, e)
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        return _load_uncached(source, f"the cache directory {path.parent} cannot be written ({e})")
+    try:
+        ok, how = compile_module(Path(tmp), source)
+        if not ok:
+            return Launcher("python", how)
+        os.replace(tmp, path)  # atomic: a process building the same key at once writes the same bytes
+    finally:
+        if os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    try:
+        return _loaded(import_module(path), path, f"built with {how} into the cache ({path})")
+    except Exception as e:  # noqa: BLE001
+        return Launcher("python", f"the compiled launcher {path} was built but does not load ({type(e).__name__}: {e})")
+
+
+def _load_uncached(source: bytes, why: str) -> Launcher:
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="trt_kernels_launcher_")
+    try:
+        path = Path(tmp) / f"{MODULE}{abi_tag()[1]}"
+        ok, how = compile_module(path, source)
+        if not ok:
+            return Launcher("python", how)
+        try:
+            lau = _loaded(import_module(path), path, f"built with {how}, not cached: {why}")
+            return Launcher(lau.kind, lau.reason, None, lau.launch, lau.max_params, lau.module)
+        except Exception as e:  # noqa: BLE001
+            return Launcher("python", f"the compiled launcher was built but does not load ({type(e).__name__}: {e})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a loaded shared object stays mapped
+
+
+__all__ = ("use", "using", "describe", "prepare", "Launcher")
