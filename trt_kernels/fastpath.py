@@ -256,8 +256,16 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     grid_src = [py_source(e, names) for e in plan.grid]
     smem_src = py_source(plan.shared_mem, names)
     out_shape_src = [None if o.like is not None else [py_source(e, names) for e in o.shape] for o in plan.outputs]
+    # the spec's size checks (SameShape / SameDim) come first: a mismatch raises before anything else
+    checks: List[str] = []
+    for c in plan.checks:
+        if c.kind == "shape":
+            conds = [f"{names.shape(c.tensors[0])} != {names.shape(t)}" for t in c.tensors[1:]]
+        else:
+            conds = [f"{py_source(a, names)} != {py_source(b, names)}" for a, b in c.pairs]
+        checks += [f"if {' or '.join(conds)}: {P}size_error(({params},))"] if conds else []
     body += names.lines
-    sizes: List[str] = [f"x{i} = {src}" for i, src in enumerate(extra_src)]
+    sizes: List[str] = checks + [f"x{i} = {src}" for i, src in enumerate(extra_src)]
     sizes.append(f"gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
     negative = [g for g, e in zip(("gx", "gy", "gz"), plan.grid) if _may_be_negative(e)]
     if not smem_src.isdigit():
@@ -277,6 +285,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         dims_of.append(dims)
     exprs = list(plan.extras) + list(plan.grid) + [plan.shared_mem] + [e for o in plan.outputs if o.like is None
                                                                         for e in o.shape]
+    exprs += [e for c in plan.checks for pair in c.pairs for e in pair]
     if any(_may_divide_by_zero(e) for e in exprs):  # a size read as a divisor may be 0: our error, not Python's
         body += ["    try:"] + [f"        {ln}" for ln in sizes]
         body += ["    except ZeroDivisionError:", f"        {P}size_error(({params},))"]

@@ -98,12 +98,13 @@ class InputDecl:
     """A tensor input; the kernel receives a ``T*`` (its data pointer).
 
     ``dtype``: a fixed dtype for this input; ``None`` means the kernel's dtype (``float32``
-    unless the spec declares ``dtypes`` for a template kernel). ``ndim``: optional rank;
+    unless the spec declares ``dtypes`` for a template kernel; with several ``type_params``, the
+    first); a str names one of the spec's ``type_params`` (``dtype="W"``). ``ndim``: optional rank;
     when given, axes that name this input are checked at registration.
     """
 
     name: str
-    dtype: Optional[torch.dtype] = None
+    dtype: Optional[Union[torch.dtype, str]] = None
     ndim: Optional[int] = None
 
 
@@ -123,14 +124,60 @@ class OutputDecl:
     """An output tensor; the kernel receives a ``T*``.
 
     ``shape``: ``SameAs``, ``ReduceDims`` or a tuple of size expressions.
-    dtype: ``dtype`` if given, else that of input ``dtype_from``, else that of the input the
-    shape refers to (the first tensor input for a tuple shape).
+    dtype: ``dtype`` if given (a dtype, or the name of one of the spec's ``type_params``), else
+    that of input ``dtype_from``, else that of the input the shape refers to (the first tensor
+    input for a tuple shape).
     """
 
     name: str
     shape: ShapeRel
     dtype_from: Optional[str] = None
-    dtype: Optional[torch.dtype] = None
+    dtype: Optional[Union[torch.dtype, str]] = None
+
+
+# ---------- size checks between inputs ----------
+
+
+@dataclass(frozen=True, init=False)
+class SameShape:
+    """The named tensor inputs must have equal shapes (same rank, same size on every axis).
+
+    Checked at call time before anything is allocated or launched (``InputError``), in the fake
+    impl (a guard under ``torch.compile`` / ``torch.export``) and when TensorRT's converter adds
+    the layer. Example: ``checks=[ttk.SameShape("x", "y")]``.
+    """
+
+    inputs: Tuple[Union[str, int], ...]
+
+    def __init__(self, *inputs: Union[str, int]):
+        object.__setattr__(self, "inputs", tuple(inputs))
+
+    def __repr__(self) -> str:
+        return f"SameShape({', '.join(map(repr, self.inputs))})"
+
+
+@dataclass(frozen=True, init=False)
+class SameDim:
+    """The given sizes must be equal: each operand is ``(input, axis)`` (negative axes count from
+    the end) or any size expression (``ttk.Numel("w")``, ``ttk.DimSize("x", 0) * 2``).
+
+    Checked where :class:`SameShape` is. Example: ``checks=[ttk.SameDim(("x", -1), ("w", 0))]``.
+    """
+
+    operands: Tuple[Union[Tuple[Union[str, int], int], Expr, int], ...]
+
+    def __init__(self, *operands: Union[Tuple[Union[str, int], int], Expr, int]):
+        object.__setattr__(self, "operands", tuple(operands))
+
+    def __repr__(self) -> str:
+        return f"SameDim({', '.join(_operand_text(o) for o in self.operands)})"
+
+
+def _operand_text(o) -> str:
+    return repr(tuple(o)) if isinstance(o, (tuple, list)) else str(o)
+
+
+Check = Union[SameShape, SameDim]
 
 
 @dataclass
@@ -143,6 +190,12 @@ class KernelSpec:
 
     ``dtypes``: for a template kernel (``kernel_name="k<T>"``), the dtypes ``T`` may take; each
     is instantiated by NVRTC and eager dispatches on the input dtype.
+    ``type_params``: the template's type parameters when it has several (``("T", "W")`` for
+    ``kernel_name="k<T, W>"``); ``dtypes`` then lists the declared combinations as tuples
+    (``[(torch.float16, torch.float32), ...]``), inputs say which parameter is their type
+    (``InputDecl("w", dtype="W")``; no dtype: the first), and eager dispatches on the inputs' dtypes.
+    ``checks``: size relations between inputs (:class:`SameShape`, :class:`SameDim`), checked
+    before every launch and in the fake impl.
     ``compile_options``: extra NVRTC flags (``"--use_fast_math"``, ``"-DBLOCK=256"``, ...).
     """
 
@@ -155,5 +208,7 @@ class KernelSpec:
     include_paths: Optional[List[str]] = None
     compile_std: str = "c++17"
     arch_override: Optional[str] = None
-    dtypes: Optional[Sequence[torch.dtype]] = None
+    dtypes: Optional[Sequence[Union[torch.dtype, Tuple[torch.dtype, ...]]]] = None
     compile_options: Sequence[str] = ()
+    type_params: Optional[Sequence[str]] = None
+    checks: Sequence[Check] = ()
