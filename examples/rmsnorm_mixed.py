@@ -45,8 +45,8 @@ SPEC = ttk.KernelSpec(
     inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W", ndim=1), ttk.ScalarInput("eps", float)],
     outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
     extras=[ttk.DimSize("x", -1)],
-    # one block per row: as many blocks as x has elements before its last axis
-    geometry=ttk.Custom(grid=(ttk.maximum(ttk.Numel("x") // ttk.maximum(ttk.DimSize("x", -1), 1), 1),), block=(256,)),
+    # one block per row of x (none for an empty x)
+    geometry=ttk.Custom(grid=(ttk.Numel("x") // ttk.maximum(ttk.DimSize("x", -1), 1),), block=(256,)),
     checks=[ttk.SameDim(("x", -1), ("w", 0))],
 )
 

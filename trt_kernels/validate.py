@@ -181,7 +181,7 @@ def validate_signature(
         raise _fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
                     "leave dtype=None on the inputs whose type is T")
     if len(tp) > 1:
-        _check_combinations(op, tp, kd, tensors)
+        _check_combinations(op, tp, tensors)
     extras = _extras(op, extras, tnames, tensors)
     outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, tp)
     check_sigs = _checks(op, checks, tnames, tensors)
@@ -209,22 +209,14 @@ def _type_of(decl: InputDecl, tp: Sequence[str]):
     return tp[0] if decl.dtype is None else decl.dtype
 
 
-def _check_combinations(op: str, tp, kd, tensors) -> None:
-    """Every type parameter is the dtype of a tensor input, and no two combinations give the inputs the
-    same dtypes (eager and TensorRT pick the combination from the inputs' dtypes)."""
+def _check_combinations(op: str, tp, tensors) -> None:
+    """Every type parameter is the dtype of a tensor input, so the inputs' dtypes select one declared
+    combination (eager and TensorRT pick it from them; distinct combinations then differ there)."""
     used = {_type_of(t, tp) for t in tensors}
     for p in tp:
         if p not in used:
             raise _fail(op, "type_params", f"{p!r} is the dtype of no tensor input, so a call cannot tell which "
                         "combination to run", f"declare the input(s) of that type with InputDecl(name, dtype={p!r})")
-    seen: dict = {}
-    for k in kd:
-        b = dict(zip(tp, k))
-        key = tuple(b.get(_type_of(t, tp), _type_of(t, tp)) for t in tensors)
-        if key in seen:
-            raise _fail(op, "dtypes", f"{_dt.label(seen[key], tp)} and {_dt.label(k, tp)} give the inputs the same "
-                        "dtypes, so a call cannot tell them apart", "list each combination of input dtypes once")
-        seen[key] = k
 
 
 def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
