@@ -2,6 +2,8 @@
 declaration errors, NVRTC instantiation and the ABI check of every combination, dispatch on the
 inputs' dtypes in the fake impl and the eager launcher, and the dtype rules every other part reads."""
 
+import types
+
 import pytest
 import torch
 
@@ -194,3 +196,46 @@ def test_dispatcher_key_tells_combinations_apart(arch):
     assert check_tensor_args(kop, [meta(2, 3), meta(3), ]) == (F32, F32)
     assert check_tensor_args(kop, [meta(2, 3), meta(3, dtype=F64)]) == (F32, F64)
     assert "a1.dtype" in kop.cuda_impl.source  # the key reads w's dtype too
+
+
+# ---------- the ONNX route's IPluginV3One plugin ----------
+
+def _fake_trt():
+    """The few tensorrt names the IPluginV3One plugin's build methods read (the TensorRT emulator has no
+    IPluginV3One classes)."""
+    import enum
+
+    class Base:
+        def __init__(self, *a):
+            pass
+
+    return types.SimpleNamespace(
+        IPluginV3=type("IPluginV3", (Base,), {}), IPluginV3OneCore=type("IPluginV3OneCore", (Base,), {}),
+        IPluginV3OneBuild=type("IPluginV3OneBuild", (Base,), {}),
+        IPluginV3OneRuntime=type("IPluginV3OneRuntime", (Base,), {}),
+        IPluginCreatorV3One=type("IPluginCreatorV3One", (Base,), {}),
+        DataType=enum.Enum("DataType", "FLOAT HALF BF16 INT32 INT64 INT8 UINT8 BOOL"),
+        TensorFormat=enum.Enum("TensorFormat", "LINEAR CHW32"),
+        PluginFieldType=enum.Enum("PluginFieldType", "FLOAT32 INT32"))
+
+
+def test_v3one_plugin_offers_exactly_the_combinations(arch):
+    from trt_kernels.plugins.v3one import _classes
+
+    trt = _fake_trt()
+    name, kop = declare()
+    KernelPlugin, _ = _classes(trt)
+    p = KernelPlugin(name, {"eps": 1e-5}, 1)
+    H, B, F = trt.DataType.HALF, trt.DataType.BF16, trt.DataType.FLOAT
+
+    def io(*ts, fmt=trt.TensorFormat.LINEAR):
+        return [types.SimpleNamespace(desc=types.SimpleNamespace(type=t, format=fmt)) for t in ts]
+
+    ok = [all(p.supports_format_combination(pos, io(*combo), 2) for pos in range(3))
+          for combo in [(H, F, H), (B, F, B), (F, F, F), (H, H, H), (B, F, H), (F, H, F), (H, F, F)]]
+    assert ok == [True, True, True, False, False, False, False]
+    assert not p.supports_format_combination(0, io(H, F, H, fmt=trt.TensorFormat.CHW32), 2)
+    assert p.get_output_data_types([B, F]) == [B]
+    with pytest.raises(ttk.InputError, match=r"TensorRT gives input types \(x: DataType.HALF, w: DataType.HALF\), "
+                                             r"which are not a combination the kernel declares"):
+        p.get_output_data_types([H, H])
