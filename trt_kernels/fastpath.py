@@ -10,9 +10,10 @@ user-provided string reaches it. The function it defines does, in order:
 
 1. device agreement of the tensor inputs; for an op without a backward, refusal when an
    input requires grad in grad mode (the gradient would be silently missing);
-2. every size the launch needs (each ``numel()``/``shape`` read once), with the
-   int32 range of each extra and CUDA's grid limits checked, so an oversized
-   input raises before anything is copied or allocated;
+2. every size the launch needs (each ``numel()``/``shape`` read once), with the spec's
+   size checks between inputs (``SameShape`` / ``SameDim``) first, the int32 range of each
+   extra and CUDA's grid limits checked, so mismatched or oversized inputs raise before
+   anything is copied or allocated;
 3. ``contiguous()`` copies where needed, output allocation;
 4. pack the parameters into this thread's buffer and ``cuLaunchKernel`` on
    torch's current stream of the inputs' device.

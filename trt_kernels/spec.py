@@ -138,8 +138,29 @@ class OutputDecl:
 # ---------- size checks between inputs ----------
 
 
-@dataclass(frozen=True, init=False)
-class SameShape:
+class _Check:
+    """Base of the size checks: an immutable value, equal to another of its kind with the same operands.
+    (A plain class, not a frozen dataclass: generating one costs every ``import trt_kernels`` time.)"""
+
+    __slots__ = ("_args",)
+
+    def __init__(self, *args):
+        object.__setattr__(self, "_args", tuple(args))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._args == self._args
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._args))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(_operand_text(o) for o in self._args)})"
+
+
+class SameShape(_Check):
     """The named tensor inputs must have equal shapes (same rank, same size on every axis).
 
     Checked at call time before anything is allocated or launched (``InputError``), in the fake
@@ -147,34 +168,35 @@ class SameShape:
     the layer. Example: ``checks=[ttk.SameShape("x", "y")]``.
     """
 
-    inputs: Tuple[Union[str, int], ...]
+    __slots__ = ()
 
     def __init__(self, *inputs: Union[str, int]):
-        object.__setattr__(self, "inputs", tuple(inputs))
+        super().__init__(*inputs)
 
-    def __repr__(self) -> str:
-        return f"SameShape({', '.join(map(repr, self.inputs))})"
+    @property
+    def inputs(self) -> Tuple[Union[str, int], ...]:
+        return self._args
 
 
-@dataclass(frozen=True, init=False)
-class SameDim:
+class SameDim(_Check):
     """The given sizes must be equal: each operand is ``(input, axis)`` (negative axes count from
     the end) or any size expression (``ttk.Numel("w")``, ``ttk.DimSize("x", 0) * 2``).
 
     Checked where :class:`SameShape` is. Example: ``checks=[ttk.SameDim(("x", -1), ("w", 0))]``.
     """
 
-    operands: Tuple[Union[Tuple[Union[str, int], int], Expr, int], ...]
+    __slots__ = ()
 
     def __init__(self, *operands: Union[Tuple[Union[str, int], int], Expr, int]):
-        object.__setattr__(self, "operands", tuple(operands))
+        super().__init__(*operands)
 
-    def __repr__(self) -> str:
-        return f"SameDim({', '.join(_operand_text(o) for o in self.operands)})"
+    @property
+    def operands(self) -> tuple:
+        return self._args
 
 
 def _operand_text(o) -> str:
-    return repr(tuple(o)) if isinstance(o, (tuple, list)) else str(o)
+    return repr(tuple(o)) if isinstance(o, (tuple, list)) else repr(o) if isinstance(o, str) else str(o)
 
 
 Check = Union[SameShape, SameDim]
