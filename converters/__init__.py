@@ -46,6 +46,48 @@ def split_arguments(kop, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[L
     return tensors, attrs
 
 
+def check_sizes(kop, itensors: Sequence[Any]) -> None:
+    """The spec's size checks (``SameShape`` / ``SameDim``) at the ITensors' shapes, where TensorRT knows
+    them when the layer is added: a relation between static sizes that do not agree raises
+    :class:`InputError`; one involving a dynamic size (-1) is left to the graph's fake impl, which
+    recorded it when the model was traced."""
+    if not kop.sig.checks:
+        return
+    try:
+        shapes = [tuple(int(d) for d in t.shape) for t in itensors]
+    except (AttributeError, TypeError, ValueError):  # no static shape to read here
+        return
+    from trt_kernels.expr import Dim, NumelOf, SizesEvaluator, evaluate, leaves
+    from trt_kernels.plan import check_message
+
+    plan = kop.plan(tuple(len(s) for s in shapes))
+
+    def known(e) -> bool:
+        for leaf in leaves(e):
+            if isinstance(leaf, Dim) and shapes[leaf.tensor][leaf.axis] < 0:
+                return False
+            if isinstance(leaf, NumelOf) and any(d < 0 for d in shapes[leaf.tensor]):
+                return False
+        return True
+
+    ev = SizesEvaluator(shapes)
+    for c in plan.checks:
+        for a, b in c.pairs:
+            if not (known(a) and known(b)):
+                continue
+            try:
+                va, vb = int(evaluate(a, ev)), int(evaluate(b, ev))
+            except ZeroDivisionError:
+                continue
+            if va != vb:
+                values = None
+                if c.kind == "dims":
+                    values = [evaluate(e, ev) if known(e) else "?" for e in (c.pairs[0][0], *(q for _, q in c.pairs))]
+                shown = [tuple("?" if d < 0 else d for d in s) for s in shapes]
+                raise InputError(check_message(plan, c, shown, kop.sig.tensor_names, values)
+                                 + " (found when adding the TensorRT layer)")
+
+
 def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plugin_op: Callable, aot: bool):
     """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s)."""
     from trt_kernels.plugins.qdp import attr_field
@@ -54,6 +96,7 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
     decls = {d.name: d for d in kop.sig.scalar_decls}
     fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
     itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]
+    check_sizes(kop, itensors)
     layer = ctx.net.add_plugin(plugin_op(*itensors, **fields), aot=aot)
     layer.name = name
     n_out = layer.num_outputs

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
+from trt_kernels import dtypes as _dt
 from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
@@ -183,15 +184,17 @@ class PluginBuilder:
         return fn
 
     # ----- shared pieces -----
-    def _kernel_dtype(self, inputs) -> torch.dtype:
-        for d, desc in zip(self.kop.sig.tensor_decls, inputs):
-            if d.dtype is None:
-                td = torch_dtype(self.trt, desc.dtype)
-                if td is None or td not in self.kop.dtypes:
-                    raise InputError(f"{self.kop.op_name}: TensorRT chose dtype {desc.dtype} for input {d.name!r}, "
-                                     f"which the kernel does not declare ({self.kop.dtypes})")
-                return td
-        return self.kop.dtypes[0]
+    def _kernel_dtype(self, inputs):
+        """The kernel dtype (a declared combination, with several type parameters) of the inputs' dtypes."""
+        sig = self.kop.sig
+        got = [torch_dtype(self.trt, desc.dtype) for desc in inputs]
+        kdt = sig.kernel_dtype_of(got)
+        if kdt is None:
+            chosen = ", ".join(f"{n}: {desc.dtype}" for n, desc, d in zip(sig.tensor_names, inputs, sig.tensor_decls)
+                               if sig.type_param_of(d) is not None)
+            raise InputError(f"{self.kop.op_name}: TensorRT chose input dtypes ({chosen}), which are not a "
+                             f"combination the kernel declares ({[_dt.label(k, sig.type_params) for k in sig.kernel_dtypes]})")
+        return kdt
 
     def scalars(self, a: Dict[str, Any]) -> List[Any]:
         """The scalar attributes' values (TensorRT gives them when it builds), in declaration order."""

@@ -79,6 +79,10 @@ def _op_name(op) -> str:
 def _arguments(op, args):
     """The op's record, its contiguous tensor inputs, its scalar attributes and TensorRT's input list."""
     kop = registry.get(_op_name(op))
+    if kop.sig.checks:  # the engine does not check sizes at run time: refuse mismatched inputs as eager does
+        from trt_kernels.torch_op import make_size_check
+
+        make_size_check(kop)(args)
     tensors = [a.contiguous() for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
     attrs = {d.name: scalar_value(kop.op_name, d, a) for d, a, k in zip(kop.sig.inputs, kop.with_defaults(tuple(args)),
                                                                        kop.sig.arg_kinds) if k == "scalar"}

@@ -108,3 +108,60 @@ def mixed_spec(**kw) -> ttk.KernelSpec:
 
 def float32(*shape):
     return torch.randn(*shape, dtype=torch.float32)
+
+
+# x: T, w: W (fp16/bf16 activations with an fp32 weight), one block per row of x
+RMSNORM_MIXED = """
+template <typename T, typename W>
+__global__ void rms(const T* __restrict__ x, const W* __restrict__ w, float eps, int D, T* __restrict__ y) {
+  const T* xr = x + (long long)blockIdx.x * D;
+  __shared__ float sbuf[128];
+  float s = 0.f;
+  for (int j = threadIdx.x; j < D; j += blockDim.x) { float v = static_cast<float>(xr[j]); s += v * v; }
+  sbuf[threadIdx.x] = s;
+  __syncthreads();
+  for (int step = blockDim.x >> 1; step > 0; step >>= 1) {
+    if (threadIdx.x < step) sbuf[threadIdx.x] += sbuf[threadIdx.x + step];
+    __syncthreads();
+  }
+  float r = rsqrtf(sbuf[0] / (float)max(D, 1) + eps);
+  for (int j = threadIdx.x; j < D; j += blockDim.x)
+    y[(long long)blockIdx.x * D + j] = static_cast<T>(static_cast<float>(xr[j]) * r * static_cast<float>(w[j]));
+}
+"""
+
+MIXED_COMBOS = [(torch.float16, torch.float32), (torch.bfloat16, torch.float32), (torch.float32, torch.float32)]
+
+
+def rmsnorm_mixed_spec(**kw) -> ttk.KernelSpec:
+    args = dict(
+        kernel_source=RMSNORM_MIXED, kernel_name="rms<T, W>", type_params=("T", "W"), dtypes=MIXED_COMBOS,
+        inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W"), ttk.ScalarInput("eps", float)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.DimSize("x", -1)],
+        geometry=ttk.Custom(grid=(ttk.Numel("x") // ttk.maximum(ttk.DimSize("x", -1), 1),), block=(128,)),
+        checks=[ttk.SameDim(("x", -1), ("w", 0))],
+    )
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
+def rmsnorm_reference(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+
+ADD = """
+extern "C" __global__ void my_add(const float* a, const float* b, int n, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a[i] + b[i];
+}
+"""
+
+
+def add_spec(**kw) -> ttk.KernelSpec:
+    """y = a + b, with a SameShape check between a and b."""
+    args = dict(kernel_source=ADD, kernel_name="my_add", inputs=[ttk.InputDecl("a"), ttk.InputDecl("b")],
+                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("a"))], extras=[ttk.Numel("a")],
+                geometry=ttk.Elementwise(block=(256,)), checks=[ttk.SameShape("a", "b")])
+    args.update(kw)
+    return ttk.KernelSpec(**args)

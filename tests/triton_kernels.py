@@ -80,6 +80,20 @@ def declare_rmsnorm(name, arch=None, block_d=1024, num_warps=4):
         num_warps=num_warps, dtypes=HALF, arch_override=arch)
 
 
+MIXED = [(torch.float16, torch.float32), (torch.bfloat16, torch.float32), (torch.float32, torch.float32)]
+
+
+def declare_rmsnorm_mixed(name, arch=None):
+    """rmsnorm_kernel with x of type T (float16/bfloat16/float32) and w of type W (float32): two type
+    parameters, and w's length checked against x's last axis."""
+    return ttk.triton_kernel_op(
+        name, rmsnorm_kernel,
+        inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W"), ttk.ScalarInput("eps", float)],
+        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.DimSize("x", -1)],
+        grid=(ttk.Numel("x") // ttk.maximum(ttk.DimSize("x", -1), 1),), constexprs={"BLOCK_D": 1024},
+        type_params=("T", "W"), dtypes=MIXED, checks=[ttk.SameDim(("x", -1), ("w", 0))], arch_override=arch)
+
+
 def declare_add_mul(name, arch=None):
     return ttk.triton_kernel_op(
         name, add_mul_kernel, inputs=[ttk.InputDecl("a"), ttk.InputDecl("b")],

@@ -26,6 +26,8 @@ from .spec import (
     ReduceDims,
     Reduction,
     SameAs,
+    SameDim,
+    SameShape,
     ScalarInput,
 )
 
@@ -41,7 +43,8 @@ def __getattr__(name):
 
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
-    "ReduceDims", "Reduction", "SameAs", "Scalar", "ScalarInput", "cuda_kernel_op", "ptx_op", "unregister",
+    "ReduceDims", "Reduction", "SameAs", "SameDim", "SameShape", "Scalar", "ScalarInput", "cuda_kernel_op", "ptx_op",
+    "unregister",
     "triton_kernel_op", "TritonConfig",
     "cdiv", "maximum", "minimum",
     "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",

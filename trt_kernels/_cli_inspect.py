@@ -205,7 +205,7 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
             dt = _dt.short(o.dtype)
         else:
             src = sig.tensor_decls[o.dtype_src]
-            dt = _dt.short(src.dtype) if src.dtype is not None else f"dtype of {src.name}"
+            dt = _dt.short(src.dtype) if src.dtype is not None and not isinstance(src.dtype, str) else f"dtype of {src.name}"
         outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
     args = [f"{n}.data_ptr()" for n in names]
     args += [d.name if n is None else f"{d.name}[{k}]" for d in sig.scalar_decls
@@ -238,7 +238,7 @@ def _abi(kop, arch: str):
     for d in kop.dtypes:
         name_expr = kop.source.name_expression(d)
         image = binary.kernel(d, 1) if binary is not None else None
-        row: Dict[str, Any] = {"dtype": _dt.short(d), "kernel_name": name_expr,
+        row: Dict[str, Any] = {"dtype": _dt.label(d, kop.sig.type_params), "kernel_name": name_expr,
                                "symbol": image.symbol if image is not None else None}
         expected = kop.sig.params(d) if kop.sig.has_outputs else None
         row["c_signature"] = (f"__global__ void {name_expr.split('<')[0]}({', '.join(p.label for p in expected)})"
@@ -300,7 +300,7 @@ def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -
         # run() checked each --rank name is a tensor input of some selected op; this op takes its own
         "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.sig.tensor_names},
                       arch if kop.source.needs_arch else None),
-        "dtypes": [_dt.short(t) for t in kop.dtypes],
+        "dtypes": [_dt.label(t, kop.sig.type_params) for t in kop.dtypes],
         "tactics": _tactics(kop),
         "cache": cache,
         "tensorrt": _tensorrt(kop, trt_state, binary),

@@ -71,7 +71,8 @@ def cuda_kernel_op(
                         "Fix: pass ttk.KernelSpec(...)")
     CudaSource.check(op_name, spec)
     sig = validate_signature(op_name, inputs=spec.inputs, outputs=spec.outputs, extras=spec.extras,
-                             geometries=[spec.geometry], dtypes=spec.dtypes, has_meta_fn=meta_fn is not None,
+                             geometries=[spec.geometry], dtypes=spec.dtypes, type_params=spec.type_params,
+                             checks=spec.checks, has_meta_fn=meta_fn is not None,
                              has_eager_fn=eager_fn is not None)
     kop = KernelOp(
         sig=sig, source=CudaSource(sig, spec), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
@@ -95,6 +96,7 @@ def ptx_op(
     outputs: Optional[Sequence[OutputDecl]] = None,
     extras: Sequence[Any] = (),
     geometry: Optional[Geometry] = None,
+    checks: Sequence[Any] = (),
     schema: Optional[str] = None,
     supports_dynamic_shapes: bool = False,
     requires_output_allocator: bool = False,
@@ -105,7 +107,7 @@ def ptx_op(
 
     ``kernel_name`` is the PTX symbol (the lowered name for C++ kernels). Either give
     ``meta_fn``/``eager_fn``/``aot_fn`` (as ``torch_tensorrt.kernels.ptx_op``), or the same
-    declarative ``inputs``/``outputs``/``extras``/``geometry`` as :class:`KernelSpec`; then the
+    declarative ``inputs``/``outputs``/``extras``/``geometry`` (and ``checks``) as :class:`KernelSpec`; then the
     PTX entry is checked against them and the eager launch loads the PTX through the driver's
     JIT. ``inputs`` default to the tensor/float/int/bool parameters of ``meta_fn``.
     """
@@ -118,7 +120,7 @@ def ptx_op(
     if inputs is None and meta_fn is not None:
         inputs = _inputs_from_signature(op_name, meta_fn)
     sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=[geometry],
-                             has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None)
+                             checks=checks, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None)
     kop = KernelOp(
         sig=sig, source=PtxSource(sig, ptx, kernel_name), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
         supports_dynamic_shapes=supports_dynamic_shapes,
@@ -140,7 +142,9 @@ def triton_kernel_op(
     num_warps: int = 4,
     num_stages: int = 3,
     tactics: Sequence[Any] = (),
-    dtypes: Optional[Sequence[torch.dtype]] = None,
+    dtypes: Optional[Sequence[Any]] = None,
+    type_params: Optional[Sequence[str]] = None,
+    checks: Sequence[Any] = (),
     arch_override: Optional[str] = None,
     compile_options: Optional[dict] = None,
     schema: Optional[str] = None,
@@ -161,7 +165,9 @@ def triton_kernel_op(
     ``num_warps``); the block is ``num_warps * 32``. ``constexprs``: values of the kernel's
     ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig` objects for TensorRT to time
     (eager uses the first config). ``dtypes``: one kernel is compiled per dtype (the ``T`` of the
-    tensors without a fixed dtype). ``compile_options``: other ``triton.compile`` options (e.g.
+    tensors without a fixed dtype); with ``type_params=("T", "W")``, ``dtypes`` lists combinations and
+    inputs name their parameter (``InputDecl("w", dtype="W")``), as in :class:`KernelSpec`. ``checks``:
+    size relations between inputs (:class:`SameShape`, :class:`SameDim`). ``compile_options``: other ``triton.compile`` options (e.g.
     ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
     from .triton_source import declare
@@ -172,7 +178,8 @@ def triton_kernel_op(
         raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
     sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
                           constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
-                          dtypes=dtypes, arch_override=arch_override, compile_options=compile_options)
+                          dtypes=dtypes, type_params=type_params, checks=checks, arch_override=arch_override,
+                          compile_options=compile_options)
     kop = KernelOp(sig=sig, source=source, backward=backward, setup_context=setup_context,
                    supports_dynamic_shapes=supports_dynamic_shapes,
                    options=_options(requires_output_allocator, priority, capability_validator))

@@ -20,9 +20,11 @@ from .compile import CompiledProgram, cache_entry_path, cached_program, compile_
 from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .signature import Signature
 from .spec import KernelSpec
-from .validate import _check_encodable, _fail, _sequence, kernel_dtypes
+from .validate import _check_encodable, _fail, _sequence, check_type_params, kernel_dtypes
 
-_TEMPLATE_PARAM = re.compile(r"\bT\b")
+def _params_pattern(type_params) -> "re.Pattern[str]":
+    """Matches any of the type parameters as a whole word of a kernel name."""
+    return re.compile(r"\b(" + "|".join(re.escape(p) for p in type_params) + r")\b")
 # NVRTC options the package sets itself: a user's copy would contradict what the cache entry says
 _CONTROLLED_OPTIONS = {
     "--gpu-architecture": "the arch: set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH",
@@ -56,8 +58,10 @@ class CudaSource(KernelSource):
         self.std = spec.compile_std
         self.include_paths = list(spec.include_paths) if spec.include_paths is not None else None
         self.arch_override = spec.arch_override
+        self._pattern = _params_pattern(sig.type_params)
         self.names = [self.name_expression(d) for d in sig.kernel_dtypes]
-        self.text = with_headers(spec.kernel_source, list(sig.kernel_dtypes) + [t.dtype for t in sig.tensor_decls])
+        self.text = with_headers(spec.kernel_source, _dt.flat(sig.kernel_dtypes) + [
+            d for d in [t.dtype for t in sig.tensor_decls] + [o.dtype for o in sig.outputs] if isinstance(d, torch.dtype)])
 
     @staticmethod
     def check(op: str, spec: KernelSpec) -> None:
@@ -69,21 +73,32 @@ class CudaSource(KernelSource):
         for fld in ("kernel_source", "kernel_name"):
             _check_encodable(op, fld, getattr(spec, fld))
         _check_build_fields(op, spec)
-        kd = kernel_dtypes(op, spec.dtypes)
-        if kd is not None and len(kd) > 1 and not _TEMPLATE_PARAM.search(spec.kernel_name):
+        tp = check_type_params(op, spec.type_params)
+        kd = kernel_dtypes(op, spec.dtypes, tp)
+        if len(tp) > 1:
+            missing = [p for p in tp if not re.search(r"\b" + re.escape(p) + r"\b", spec.kernel_name)]
+            if missing:
+                raise _fail(op, "kernel_name", f"{spec.kernel_name!r} does not name the type parameter(s) {missing} of "
+                            f"type_params={list(tp)}", f"name the instantiation with every parameter, e.g. "
+                            f"kernel_name='{spec.kernel_name.split('<')[0].strip()}<{', '.join(tp)}>'")
+            return
+        t = _params_pattern(tp)
+        if kd is not None and len(kd) > 1 and not t.search(spec.kernel_name):
             raise _fail(
-                op, "kernel_name", f"{spec.kernel_name!r} has no template parameter T but dtypes lists {len(kd)} dtypes",
-                "write the kernel as 'template <typename T> __global__ void k(...)' and set kernel_name='k<T>'",
+                op, "kernel_name", f"{spec.kernel_name!r} has no template parameter {tp[0]} but dtypes lists {len(kd)} dtypes",
+                f"write the kernel as 'template <typename {tp[0]}> __global__ void k(...)' and set kernel_name='k<{tp[0]}>'",
             )
-        if kd is None and _TEMPLATE_PARAM.search(spec.kernel_name):
+        if kd is None and t.search(spec.kernel_name):
             raise _fail(
-                op, "dtypes", f"kernel_name {spec.kernel_name!r} is a template over T but no dtypes are declared",
-                "pass dtypes=[torch.float32, ...] listing what T may be",
+                op, "dtypes", f"kernel_name {spec.kernel_name!r} is a template over {tp[0]} but no dtypes are declared",
+                f"pass dtypes=[torch.float32, ...] listing what {tp[0]} may be",
             )
 
-    def name_expression(self, dtype: torch.dtype) -> str:
-        """The NVRTC name expression instantiating the kernel for ``dtype`` (``k<T>`` -> ``k<__half>``)."""
-        return _TEMPLATE_PARAM.sub(_dt.c_type(dtype), self.kernel_name)
+    def name_expression(self, dtype) -> str:
+        """The NVRTC name expression instantiating the kernel for ``dtype`` (``k<T>`` -> ``k<__half>``; with
+        several type parameters, ``dtype`` is a combination: ``k<T, W>`` -> ``k<__half, float>``)."""
+        b = self.sig.binding(dtype)
+        return self._pattern.sub(lambda m: _dt.c_type(b[m.group(1)]), self.kernel_name)
 
     def key(self) -> str:
         from .compile import _toolchain_id

@@ -35,3 +35,20 @@ def header(dtype: torch.dtype) -> str | None:
 
 def short(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
+
+
+def label(kdt, type_params=("T",)) -> str:
+    """A kernel dtype for messages: ``float16``, or ``(T=float16, W=float32)`` for several type parameters."""
+    if isinstance(kdt, tuple):
+        return "(" + ", ".join(f"{p}={short(d)}" for p, d in zip(type_params, kdt)) + ")"
+    return short(kdt)
+
+
+def flat(kdts) -> list:
+    """Every dtype named by the kernel dtypes ``kdts`` (entries may be tuples), each once, in order."""
+    out: list = []
+    for k in kdts:
+        for d in (k if isinstance(k, tuple) else (k,)):
+            if d not in out:
+                out.append(d)
+    return out

@@ -10,9 +10,10 @@ user-provided string reaches it. The function it defines does, in order:
 
 1. device agreement of the tensor inputs; for an op without a backward, refusal when an
    input requires grad in grad mode (the gradient would be silently missing);
-2. every size the launch needs (each ``numel()``/``shape`` read once), with the
-   int32 range of each extra and CUDA's grid limits checked, so an oversized
-   input raises before anything is copied or allocated;
+2. every size the launch needs (each ``numel()``/``shape`` read once), with the spec's
+   size checks between inputs (``SameShape`` / ``SameDim``) first, the int32 range of each
+   extra and CUDA's grid limits checked, so mismatched or oversized inputs raise before
+   anything is copied or allocated;
 3. ``contiguous()`` copies where needed, output allocation;
 4. launch on torch's current stream of the inputs' device: with the compiled launcher
    (:mod:`trt_kernels.launcher`), one call that converts the parameters and calls
@@ -311,11 +312,19 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     grid_src = [py_source(e, names) for e in plan.grid]
     smem_src = py_source(plan.shared_mem, names)
     out_shape_src = [None if o.like is not None else [py_source(e, names) for e in o.shape] for o in plan.outputs]
+    # the spec's size checks (SameShape / SameDim) come first: a mismatch raises before anything else
+    checks: List[str] = []
+    for c in plan.checks:
+        if c.kind == "shape":
+            conds = [f"{names.shape(c.tensors[0])} != {names.shape(t)}" for t in c.tensors[1:]]
+        else:
+            conds = [f"{py_source(a, names)} != {py_source(b, names)}" for a, b in c.pairs]
+        checks += [f"if {' or '.join(conds)}: {P}size_error(({params},))"] if conds else []
     body += names.lines
     if names.scalars:  # a scalar read by a size: its C int range first (it sizes what is allocated)
         body.append(f"    if {' or '.join(f'not {-INT32_MAX - 1} <= {c} <= {INT32_MAX}' for c in names.scalars)}: "
                     f"{P}bad_scalars(({params},))")
-    sizes: List[str] = [f"x{i} = {src}" for i, src in enumerate(extra_src)]
+    sizes: List[str] = checks + [f"x{i} = {src}" for i, src in enumerate(extra_src)]
     sizes.append(f"gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
     negative = [g for g, e in zip(("gx", "gy", "gz"), plan.grid) if _may_be_negative(e)]
     if not smem_src.isdigit():
@@ -335,6 +344,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         dims_of.append(dims)
     exprs = list(plan.extras) + list(plan.grid) + [plan.shared_mem] + [e for o in plan.outputs if o.like is None
                                                                         for e in o.shape]
+    exprs += [e for c in plan.checks for pair in c.pairs for e in pair]
     if any(_may_divide_by_zero(e) for e in exprs):  # a size read as a divisor may be 0: our error, not Python's
         body += ["    try:"] + [f"        {ln}" for ln in sizes]
         body += ["    except ZeroDivisionError:", f"        {P}size_error(({params},))"]

@@ -186,8 +186,8 @@ def _node_schema(kop: KernelOp, onnx):
     n_out = _output_count(kop)
 
     constraints, inputs, outputs = [], [], []
-    for d in sig.tensor_decls:
-        constraints.append((f"T_{d.name}", _type_strings((d.dtype,) if d.dtype is not None else kop.dtypes), ""))
+    for i, d in enumerate(sig.tensor_decls):
+        constraints.append((f"T_{d.name}", _type_strings(list(dict.fromkeys(sig.in_dtypes(k)[i] for k in kop.dtypes))), ""))
         inputs.append(formal(d.name, f"T_{d.name}"))
     if sig.has_outputs:
         names = [o.name for o in sig.outputs]

@@ -11,7 +11,7 @@ evaluations of the same plan (see :mod:`trt_kernels.expr`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import torch
 
@@ -31,6 +31,18 @@ class OutputPlan:
 
 
 @dataclass(frozen=True)
+class CheckPlan:
+    """A declared size relation at the plan's ranks: every ``(a, b)`` of ``pairs`` must be equal."""
+
+    index: int  # position in the spec's checks
+    label: str  # as declared
+    kind: str  # "shape" or "dims"
+    tensors: Tuple[int, ...]  # the inputs a SameShape relates
+    texts: Tuple[str, ...]  # each operand as declared
+    pairs: Tuple[Tuple[Expr, Expr], ...]
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     op_name: str
     ranks: Tuple[int, ...]
@@ -40,6 +52,7 @@ class LaunchPlan:
     block: Tuple[int, int, int]
     shared_mem: Expr
     extras: Tuple[Expr, ...]
+    checks: Tuple[CheckPlan, ...] = ()
 
     def describe(self) -> str:
         outs = ", ".join("(" + ", ".join(map(str, o.shape)) + ")" for o in self.outputs)
@@ -122,10 +135,44 @@ def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchP
             grid = tuple(gs) + (Const(1),) * (3 - len(gs))
             smem = res(g.shared_mem, "geometry.shared_mem")
     extras = tuple(res(e, f"extras[{i}]") for i, e in enumerate(sig.extras))
+    checks = []
+    for k, c in enumerate(sig.checks):
+        where = f"checks[{k}] {c.label}"
+        if c.kind == "shape":
+            t0 = c.tensors[0]
+            for t in c.tensors[1:]:
+                if ranks[t] != ranks[t0]:
+                    raise _bad(op, where, f"inputs {names[t0]!r} ({ranks[t0]} dims) and {names[t]!r} ({ranks[t]} dims) "
+                               "must have equal shapes", "pass tensors of equal shapes")
+            pairs = tuple((Dim(t0, a), Dim(t, a)) for t in c.tensors[1:] for a in range(ranks[t0]))
+        else:
+            es = [res(e, where) for e in c.exprs]
+            pairs = tuple((es[0], e) for e in es[1:])
+        checks.append(CheckPlan(index=k, label=c.label, kind=c.kind, tensors=c.tensors, texts=c.texts, pairs=pairs))
     return LaunchPlan(
         op_name=op, ranks=ranks, tactic=min(max(int(tactic or 1), 1), sig.tactics), outputs=tuple(outputs), grid=grid,
-        block=block, shared_mem=smem, extras=extras,
+        block=block, shared_mem=smem, extras=extras, checks=tuple(checks),
     )
+
+
+def check_message(plan: LaunchPlan, c: CheckPlan, shapes: Sequence[Sequence[Any]], names: Sequence[str],
+                  values: Optional[Sequence[Any]] = None) -> str:
+    """The :class:`InputError` text of a size check that failed at input ``shapes`` (``values``: each
+    operand's size, for a ``SameDim``)."""
+    where = f"{plan.op_name}: checks[{c.index}] {c.label}"
+    if c.kind == "shape":
+        listed = " and ".join(f"{names[t]!r} {_shape_text(shapes[t])}" for t in c.tensors)
+        return (f"{where}: inputs {listed} must have equal shapes; the kernel would read or write past the end of "
+                "the smaller one. Fix: pass tensors of equal shapes")
+    sizes = ", ".join(f"{n}={_shape_text(s)}" for n, s in zip(names, shapes))
+    vals = " and ".join(f"{t} = {v}" for t, v in zip(c.texts, values or ()))
+    return (f"{where}: {vals} must be equal (input sizes {sizes}); the kernel would read or write out of bounds. "
+            "Fix: pass inputs whose sizes agree")
+
+
+def _shape_text(shape) -> str:
+    dims = tuple(int(d) if type(d) is int else d for d in shape)
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
 
 
 def render(e: Expr, names: Sequence[str]) -> str:
@@ -163,6 +210,17 @@ def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[
     sizes = ", ".join(f"{n}={tuple(int(d) for d in s)}" for n, s in zip(names, shapes))
     if scalar_names and _reads_scalars(plan):
         sizes += " and scalars " + ", ".join(f"{n}={_shown(v)}" for n, v in zip(scalar_names, scalars))
+    for c in plan.checks:  # first: a size mismatch explains whatever else is off
+        for a, b in c.pairs:
+            try:
+                va, vb = int(evaluate(a, ev)), int(evaluate(b, ev))
+            except ZeroDivisionError:
+                raise _bad(plan.op_name, f"checks[{c.index}]", f"a size divides by zero at input sizes {sizes}",
+                           "pass inputs whose sizes keep the divisor non-zero") from None
+            if va != vb:
+                values = [int(evaluate(p, ev)) for p in (c.pairs[0][0], *(q for _, q in c.pairs))] \
+                    if c.kind == "dims" else None
+                raise InputError(check_message(plan, c, shapes, names, values))
 
     def value(e: Expr, where: str, lo: Optional[int] = None, hi: Optional[int] = None, what: str = "") -> int:
         try:
@@ -224,5 +282,5 @@ def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Exp
     return gx, gy, gz
 
 
-__all__ = ["LaunchPlan", "OutputPlan", "Sizes", "build_plan", "concrete", "render", "INT32_MAX",
+__all__ = ["CheckPlan", "LaunchPlan", "OutputPlan", "check_message", "Sizes", "build_plan", "concrete", "render", "INT32_MAX",
            "INT64_MAX", "GRID_LIMITS"]

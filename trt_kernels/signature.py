@@ -106,6 +106,18 @@ class OutputSig(NamedTuple):
     dtype_src: Optional[int] = None
 
 
+class CheckSig(NamedTuple):
+    """A size relation between inputs, resolved. ``kind``: ``shape`` (tensor inputs ``tensors`` have equal
+    shapes) or ``dims`` (the size expressions ``exprs``, leaves resolved, are equal); ``label``: as
+    declared (``SameDim(('x', -1), ('w', 0))``), ``texts``: each operand as declared, for messages."""
+
+    label: str
+    kind: str
+    tensors: Tuple[int, ...] = ()
+    exprs: Tuple[Expr, ...] = ()
+    texts: Tuple[str, ...] = ()
+
+
 class LaunchSig(NamedTuple):
     """The launch geometry of one tactic. ``kind``: ``flat`` / ``nd`` (one thread per element of
     output 0), ``reduce`` (one block per element of output 0) or ``custom`` (``grid`` and
@@ -135,11 +147,14 @@ class Signature(NamedTuple):
     tensor_pos: Tuple[int, ...]  # argument position of each tensor input
     tensor_decls: Tuple[InputDecl, ...]
     scalar_decls: Tuple[ScalarInput, ...]
-    kernel_dtypes: Tuple[torch.dtype, ...]  # what T may be; (float32,) for a plain kernel
+    # what T may be ((float32,) for a plain kernel); with several type_params, tuples of dtypes, one per parameter
+    kernel_dtypes: Tuple[Any, ...]
     outputs: Tuple[OutputSig, ...]  # empty: meta_fn says what the op returns
     extras: Tuple[Expr, ...]
     extra_labels: Tuple[str, ...]  # each extra as the user wrote it
     launches: Tuple[LaunchSig, ...]  # one per tactic; empty: eager_fn (and aot_fn) launch
+    type_params: Tuple[str, ...] = ("T",)  # the template's type parameters; kernel_dtypes are tuples when > 1
+    checks: Tuple[CheckSig, ...] = ()  # size relations between inputs
 
     @property
     def tensor_names(self) -> Tuple[str, ...]:
@@ -163,9 +178,38 @@ class Signature(NamedTuple):
         return self.launches[min(max(int(tactic or 1), 1), len(self.launches)) - 1]
 
     # ----- dtypes: the one place the output-dtype rule is written -----
-    def in_dtypes(self, kdt: torch.dtype) -> List[torch.dtype]:
+    # A kernel dtype ``kdt`` is one entry of ``kernel_dtypes``: a torch.dtype for a kernel with one type
+    # parameter, a tuple (one dtype per type parameter) for one with several.
+    def binding(self, kdt) -> dict:
+        """``{type parameter: dtype}`` when the kernel runs at ``kdt``."""
+        return dict(zip(self.type_params, kdt)) if len(self.type_params) > 1 else {self.type_params[0]: kdt}
+
+    def type_param_of(self, decl: InputDecl) -> Optional[str]:
+        """The type parameter that is ``decl``'s dtype (None: the input has a fixed dtype)."""
+        if decl.dtype is None:
+            return self.type_params[0]
+        return decl.dtype if isinstance(decl.dtype, str) else None
+
+    def in_dtypes(self, kdt) -> List[torch.dtype]:
         """The dtype of each tensor input when the kernel runs at ``kdt``."""
-        return [d.dtype or kdt for d in self.tensor_decls]
+        b = self.binding(kdt)
+        return [d.dtype if isinstance(d.dtype, torch.dtype) else b[d.dtype or self.type_params[0]]
+                for d in self.tensor_decls]
+
+    def kernel_dtype_of(self, in_dtypes: Sequence[Optional[torch.dtype]]):
+        """The declared kernel dtype whose tensor inputs have ``in_dtypes``, or None. With one type
+        parameter, as eager decides it: the first input typed ``T`` gives it (the first declared dtype when
+        no input is)."""
+        if len(self.type_params) == 1:
+            for d, dt in zip(self.tensor_decls, in_dtypes):
+                if self.type_param_of(d) is not None:
+                    return dt if dt in self.kernel_dtypes else None
+            return self.kernel_dtypes[0]
+        want = list(in_dtypes)
+        for k in self.kernel_dtypes:
+            if self.in_dtypes(k) == want:
+                return k
+        return None
 
     def out_dtypes(self, in_dtypes: Sequence[torch.dtype]) -> List[torch.dtype]:
         """The dtype of each output, given the tensor inputs' dtypes."""

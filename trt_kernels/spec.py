@@ -98,12 +98,13 @@ class InputDecl:
     """A tensor input; the kernel receives a ``T*`` (its data pointer).
 
     ``dtype``: a fixed dtype for this input; ``None`` means the kernel's dtype (``float32``
-    unless the spec declares ``dtypes`` for a template kernel). ``ndim``: optional rank;
+    unless the spec declares ``dtypes`` for a template kernel; with several ``type_params``, the
+    first); a str names one of the spec's ``type_params`` (``dtype="W"``). ``ndim``: optional rank;
     when given, axes that name this input are checked at registration.
     """
 
     name: str
-    dtype: Optional[torch.dtype] = None
+    dtype: Optional[Union[torch.dtype, str]] = None
     ndim: Optional[int] = None
 
 
@@ -129,14 +130,82 @@ class OutputDecl:
     """An output tensor; the kernel receives a ``T*``.
 
     ``shape``: ``SameAs``, ``ReduceDims`` or a tuple of size expressions.
-    dtype: ``dtype`` if given, else that of input ``dtype_from``, else that of the input the
-    shape refers to (the first tensor input for a tuple shape).
+    dtype: ``dtype`` if given (a dtype, or the name of one of the spec's ``type_params``), else
+    that of input ``dtype_from``, else that of the input the shape refers to (the first tensor
+    input for a tuple shape).
     """
 
     name: str
     shape: ShapeRel
     dtype_from: Optional[str] = None
-    dtype: Optional[torch.dtype] = None
+    dtype: Optional[Union[torch.dtype, str]] = None
+
+
+# ---------- size checks between inputs ----------
+
+
+class _Check:
+    """Base of the size checks: an immutable value, equal to another of its kind with the same operands.
+    (A plain class, not a frozen dataclass: generating one costs every ``import trt_kernels`` time.)"""
+
+    __slots__ = ("_args",)
+
+    def __init__(self, *args):
+        object.__setattr__(self, "_args", tuple(args))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._args == self._args
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._args))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(_operand_text(o) for o in self._args)})"
+
+
+class SameShape(_Check):
+    """The named tensor inputs must have equal shapes (same rank, same size on every axis).
+
+    Checked at call time before anything is allocated or launched (``InputError``), in the fake
+    impl (a guard under ``torch.compile`` / ``torch.export``) and when TensorRT's converter adds
+    the layer. Example: ``checks=[ttk.SameShape("x", "y")]``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *inputs: Union[str, int]):
+        super().__init__(*inputs)
+
+    @property
+    def inputs(self) -> Tuple[Union[str, int], ...]:
+        return self._args
+
+
+class SameDim(_Check):
+    """The given sizes must be equal: each operand is ``(input, axis)`` (negative axes count from
+    the end) or any size expression (``ttk.Numel("w")``, ``ttk.DimSize("x", 0) * 2``).
+
+    Checked where :class:`SameShape` is. Example: ``checks=[ttk.SameDim(("x", -1), ("w", 0))]``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *operands: Union[Tuple[Union[str, int], int], Expr, int]):
+        super().__init__(*operands)
+
+    @property
+    def operands(self) -> tuple:
+        return self._args
+
+
+def _operand_text(o) -> str:
+    return repr(tuple(o)) if isinstance(o, (tuple, list)) else repr(o) if isinstance(o, str) else str(o)
+
+
+Check = Union[SameShape, SameDim]
 
 
 @dataclass
@@ -149,6 +218,12 @@ class KernelSpec:
 
     ``dtypes``: for a template kernel (``kernel_name="k<T>"``), the dtypes ``T`` may take; each
     is instantiated by NVRTC and eager dispatches on the input dtype.
+    ``type_params``: the template's type parameters when it has several (``("T", "W")`` for
+    ``kernel_name="k<T, W>"``); ``dtypes`` then lists the declared combinations as tuples
+    (``[(torch.float16, torch.float32), ...]``), inputs say which parameter is their type
+    (``InputDecl("w", dtype="W")``; no dtype: the first), and eager dispatches on the inputs' dtypes.
+    ``checks``: size relations between inputs (:class:`SameShape`, :class:`SameDim`), checked
+    before every launch and in the fake impl.
     ``compile_options``: extra NVRTC flags (``"--use_fast_math"``, ``"-DBLOCK=256"``, ...).
     """
 
@@ -161,5 +236,7 @@ class KernelSpec:
     include_paths: Optional[List[str]] = None
     compile_std: str = "c++17"
     arch_override: Optional[str] = None
-    dtypes: Optional[Sequence[torch.dtype]] = None
+    dtypes: Optional[Sequence[Union[torch.dtype, Tuple[torch.dtype, ...]]]] = None
     compile_options: Sequence[str] = ()
+    type_params: Optional[Sequence[str]] = None
+    checks: Sequence[Check] = ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from . import dtypes as _dt
 from . import registry
 
 
@@ -31,7 +32,7 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
             "fake": "meta_fn" if kop.meta_fn is not None else "derived from the plan",
             "eager": "eager_fn" if kop.eager_fn is not None else "derived launch",
             "compiled_for": ", ".join(archs) or "not yet (compiles at first launch)",
-            "dtypes": ", ".join(str(d).replace("torch.", "") for d in kop.dtypes),
+            "dtypes": ", ".join(_dt.label(d, kop.sig.type_params) for d in kop.dtypes),
             "plugin": kop.tensorrt.plugin or "not registered: " + trt.get("reason", "TensorRT side not initialised"),
             "converter": kop.tensorrt.converter or "not registered",
             "source": f"{kop.source.describe()} [{kop.source.entry_point}]",

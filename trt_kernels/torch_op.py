@@ -24,7 +24,7 @@ from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, re
                        scratch_buffers, unwritten_error)
 from .launch import driver
 from .op import KernelOp
-from .plan import concrete
+from .plan import check_message, concrete
 from .signature import SCALAR_TYPES, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 def build_schema(kop: KernelOp) -> str:
@@ -114,16 +114,20 @@ def check_schema(kop: KernelOp) -> None:
 # ---------------- fake ----------------
 
 
-def check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
+def check_tensor_args(kop: KernelOp, ts: Sequence[Any]):
     """dtype rules shared by fake and eager: the kernel's dtype comes from the first input whose
-    dtype is T; fixed-dtype inputs must match exactly. Returns the kernel dtype."""
+    dtype is T; fixed-dtype inputs must match exactly. Returns the kernel dtype (with several type
+    parameters, the declared combination the inputs' dtypes select)."""
     op = kop.op_name
     decls = kop.sig.tensor_decls
-    kdt = None
     for d, t in zip(decls, ts):
         if not isinstance(t, torch.Tensor):
             raise InputError(f"{op}: argument {d.name!r} must be a Tensor, got {type(t).__name__}")
-        if d.dtype is None and kdt is None:
+    if len(kop.sig.type_params) > 1:
+        return _combination(kop, ts)
+    kdt = None
+    for d, t in zip(decls, ts):
+        if kop.sig.type_param_of(d) is not None and kdt is None:
             kdt = t.dtype
     if kdt is None:
         kdt = kop.dtypes[0]
@@ -134,8 +138,7 @@ def check_tensor_args(kop: KernelOp, ts: Sequence[Any]) -> torch.dtype:
             f"Fix: convert the input (e.g. x.to(torch.{_dt.short(kop.dtypes[0])}))"
             + ("" if len(kop.dtypes) > 1 else ", or declare the kernel as a template with dtypes=[...]")
         )
-    for d, t in zip(decls, ts):
-        want = d.dtype or kdt
+    for d, t, want in zip(decls, ts, kop.sig.in_dtypes(kdt)):
         if t.dtype != want:
             raise InputError(
                 f"{op}: input {d.name!r} has dtype {_dt.short(t.dtype)} but the kernel takes "
@@ -153,6 +156,76 @@ def check_scalar_args(kop: KernelOp, args: Sequence[Any]) -> List[Any]:
         if kind == "scalar":
             out.append(a if scalar_len(d) is None else scalar_value(kop.op_name, d, a))
     return out
+
+
+def _combination(kop: KernelOp, ts: Sequence[Any]):
+    """The declared combination of type parameters the inputs' dtypes select (several type parameters)."""
+    sig = kop.sig
+    op = kop.op_name
+    got = [t.dtype for t in ts]
+    kdt = sig.kernel_dtype_of(got)
+    if kdt is not None:
+        return kdt
+    names = sig.tensor_names
+    for d, t in zip(sig.tensor_decls, ts):  # a fixed-dtype input: the plain message
+        if isinstance(d.dtype, torch.dtype) and t.dtype != d.dtype:
+            want = _dt.short(d.dtype)
+            raise InputError(f"{op}: input {d.name!r} has dtype {_dt.short(t.dtype)} but the kernel takes {want} "
+                             f"there. Fix: pass a {want} tensor (e.g. {d.name}.to(torch.{want}))")
+    typed = [(sig.type_param_of(d), n) for d, n in zip(sig.tensor_decls, names)]
+    declared = "; ".join(", ".join(f"{n}: {_dt.short(dt)}" for (p, n), dt in zip(typed, sig.in_dtypes(k)) if p)
+                         for k in kop.dtypes)
+    passed = ", ".join(f"{n}: {_dt.short(dt)}" for (p, n), dt in zip(typed, got) if p)
+    raise InputError(f"{op}: input dtypes ({passed}) are not a combination the kernel declares ({declared}); "
+                     "the kernel would misread the bytes. Fix: convert the inputs to a declared combination (e.g. "
+                     + ", ".join(f"{n}.to(torch.{_dt.short(dt)})" for (p, n), dt in zip(typed, sig.in_dtypes(kop.dtypes[0])) if p)
+                     + ")")
+
+
+def check_sizes(kop: KernelOp, plan, ts: Sequence[Any], scalars: Sequence[Any] = ()) -> None:
+    """The spec's size checks at the inputs' shapes: :class:`InputError` at static sizes; with symbolic
+    sizes (``torch.compile`` / ``torch.export``) each equality is a guard (``torch._check``), so a trace
+    records it rather than assuming it."""
+    if not plan.checks:
+        return
+    shapes = [tuple(t.shape) for t in ts]
+    if all(type(d) is int for s in shapes for d in s):
+        concrete(plan, shapes, kop.sig.tensor_names, scalars)
+        return
+    ev = ShapeEvaluator(ts, scalars)
+    for c in plan.checks:
+        vals = [evaluate(a, ev) for a, _ in c.pairs[:1]] + [evaluate(b, ev) for _, b in c.pairs]
+        for a, b in c.pairs:
+            va, vb = evaluate(a, ev), evaluate(b, ev)
+            torch._check_with(InputError, va == vb,
+                              lambda c=c, vals=vals: check_message(plan, c, shapes, kop.sig.tensor_names, vals))
+
+
+def make_size_check(kop: KernelOp):
+    """``check(args)``: the spec's size checks on the op's arguments, for ops whose ``meta_fn`` /
+    ``eager_fn`` replace the derived fake impl / launch (which check them themselves)."""
+    tpos = kop.sig.tensor_pos
+
+    def check(args) -> None:
+        args = kop.with_defaults(tuple(args))
+        ts = [args[i] for i in tpos]
+        if all(isinstance(t, torch.Tensor) for t in ts):
+            scalars = [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"]
+            check_sizes(kop, kop.plan(tuple(t.dim() for t in ts)), ts, scalars)
+
+    return check
+
+
+def _checked_meta_fn(kop: KernelOp):
+    check = make_size_check(kop)
+    meta_fn = kop.meta_fn
+
+    def fake(*args, **kwargs):
+        check(args)
+        return meta_fn(*args, **kwargs)
+
+    fake.__name__ = f"{kop.name}_fake"
+    return fake
 
 
 def make_fake_impl(kop: KernelOp):
@@ -173,6 +246,7 @@ def make_fake_impl(kop: KernelOp):
         if static:  # static sizes: the eager launch's checks, here too
             out_shapes = concrete(plan, shapes, kop.sig.tensor_names, scalars, snames).outputs
         else:
+            check_sizes(kop, plan, ts, scalars)
             ev = ShapeEvaluator(ts, scalars)
             try:
                 out_shapes = [[evaluate(e, ev) for e in o.shape] for o in plan.outputs]
@@ -282,6 +356,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
     dev = tensors[0].get_device()
     if kop.eager_fn is not None:
+        make_size_check(kop)(args)
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
             res = kop.eager_fn(*args)
             for o, r in zip(outs, res if isinstance(res, (tuple, list)) else (res,)):
@@ -449,12 +524,17 @@ def _point(d: _Definition, kop: KernelOp) -> None:
     """Make the definition's kernels run ``kop``."""
     d.why = f"{kop.op_name} has no current declaration"
     if kop.eager_fn is not None:
-        retarget(d.shell, "    return $eager(*args, **kwargs)", {"eager": kop.eager_fn}, len(kop.sig.arg_kinds),
-                 f"<trt_kernels eager_fn {kop.op_name}>")
+        body = "    return $eager(*args, **kwargs)"
+        names = {"eager": kop.eager_fn}
+        if kop.sig.checks:  # eager_fn replaces the derived launch, which checks the sizes
+            body = "    $check(args)\n" + body
+            names["check"] = make_size_check(kop)
+        retarget(d.shell, body, names, len(kop.sig.arg_kinds), f"<trt_kernels eager_fn {kop.op_name}>")
     else:
         make_cuda_impl(kop, shell=d.shell)
     kop.cuda_impl = d.shell
-    roles = {"fake": kop.meta_fn if kop.meta_fn is not None else make_fake_impl(kop), "cpu": make_cpu_impl(kop)}
+    fake = make_fake_impl(kop) if kop.meta_fn is None else _checked_meta_fn(kop) if kop.sig.checks else kop.meta_fn
+    roles = {"fake": fake, "cpu": make_cpu_impl(kop)}
     if kop.backward is not None:
         roles.update(backward=make_backward(kop), setup_context=make_setup_context(kop))
     for role, box in d.boxes.items():

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from . import abi as _abi
+from . import dtypes as _dt
 from . import triton_compile as _tc
 from .errors import KernelABIError, SpecError
 from .expr import Expr
@@ -81,7 +82,7 @@ class TritonSource(KernelSource):
         cfg = self.configs[tactic - 1]
         consts = {n: cfg.constexprs.get(n, self.constexpr_defaults.get(n)) for n in self.constexpr_names}
         opts = _tc.fp_fusion_option(dict(self.options, num_warps=cfg.num_warps, num_stages=cfg.num_stages))
-        label = f"{self.op_name} (dtype {str(dtype).replace('torch.', '')}, tactic {tactic})"
+        label = f"{self.op_name} (dtype {_dt.label(dtype, self.sig.type_params)}, tactic {tactic})"
         return _tc.compile_triton(self.fn, self.signatures[dtype], consts, arch=arch, options=opts, label=label)
 
     def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
@@ -113,7 +114,7 @@ class TritonSource(KernelSource):
         scratch = tuple((scratch + [(0, 1)] * n_hidden)[:n_hidden])
         aot, why = None, None
         if k.needs_scratch:
-            why = (f"tactic {tactic} ({str(dtype).replace('torch.', '')}) needs a Triton scratch buffer "
+            why = (f"tactic {tactic} ({_dt.label(dtype, self.sig.type_params)}) needs a Triton scratch buffer "
                    f"(global_scratch_size={k.global_scratch_size}, profile_scratch_size={k.profile_scratch_size}), "
                    "which TensorRT's AOT launch cannot pass")
         elif k.shared > STATIC_SHARED_MEM:
@@ -172,7 +173,9 @@ def declare(
     num_warps: int = 4,
     num_stages: int = 3,
     tactics: Sequence[TritonConfig] = (),
-    dtypes: Optional[Sequence[torch.dtype]] = None,
+    dtypes: Optional[Sequence[Any]] = None,
+    type_params: Optional[Sequence[str]] = None,
+    checks: Sequence[Any] = (),
     arch_override: Optional[str] = None,
     compile_options: Optional[Mapping[str, Any]] = None,
 ) -> Tuple[Signature, TritonSource]:
@@ -203,7 +206,8 @@ def declare(
     geos = [geometry(c, "tactic 1" if i == 0 else f"tactics[{i - 1}]") for i, c in enumerate(configs)]
     if not outputs:
         raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)]")
-    sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=geos, dtypes=dtypes)
+    sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=geos, dtypes=dtypes,
+                             type_params=type_params, checks=checks)
     cnames = _check_parameters(op_name, fn, sig)
     defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.default is not inspect.Parameter.empty}
     for i, c in enumerate(configs):
@@ -216,7 +220,7 @@ def declare(
         if missing:
             raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of {fn.__name__!r}. "
                             f"Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
-    for d in sig.kernel_dtypes:
+    for d in _dt.flat(sig.kernel_dtypes):
         if d not in _tc.TRITON_TYPES:
             raise SpecError(f"{op_name}: dtypes: {d} has no Triton type")
     opts = dict(compile_options or {})

@@ -21,8 +21,9 @@ from . import dtypes as _dt
 from .errors import SpecError
 from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, Scalar, ScalarOf, leaves, lift, resolve
 from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
-from .signature import LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
-from .spec import Custom, Elementwise, InputDecl, OutputDecl, ReduceDims, Reduction, SameAs, ScalarInput
+from .signature import CheckSig, LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
+from .spec import (Custom, Elementwise, InputDecl, OutputDecl, ReduceDims, Reduction, SameAs, SameDim, SameShape,
+                   ScalarInput)
 
 _OP_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -94,18 +95,57 @@ def resolve_tensor(op: str, where: str, ref: Union[int, str], names: Sequence[st
     return names.index(ref)
 
 
-def kernel_dtypes(op: str, dtypes) -> Optional[Tuple[torch.dtype, ...]]:
-    """The declared dtypes ``T`` may take, checked; None when none are declared."""
+def check_type_params(op: str, type_params) -> Tuple[str, ...]:
+    """The template's type parameter names, checked (default ``("T",)``)."""
+    if type_params is None:
+        return ("T",)
+    fix = "name the template's type parameters in order, e.g. type_params=('T', 'W')"
+    if isinstance(type_params, str):
+        raise _fail(op, "type_params", f"got the str {type_params!r}, not a sequence of names", f"{fix} (a tuple)")
+    tp = tuple(_sequence(op, "type_params", type_params, fix))
+    if not tp:
+        raise _fail(op, "type_params", "empty", fix)
+    for p in tp:
+        if not isinstance(p, str) or not _IDENT.match(p):
+            raise _fail(op, "type_params", f"{p!r} is not a C++ identifier", fix)
+    if len(set(tp)) != len(tp):
+        raise _fail(op, "type_params", f"duplicate names in {list(tp)}", "name each type parameter once")
+    return tp
+
+
+def kernel_dtypes(op: str, dtypes, type_params=None) -> Optional[Tuple]:
+    """The declared dtypes ``T`` may take (with several ``type_params``: the declared combinations,
+    tuples of one dtype per parameter), checked; None when none are declared."""
     if dtypes is None:
         return None
-    kd = tuple(_sequence(op, "dtypes", dtypes, "list the dtypes T may take, e.g. [torch.float32, torch.float16]"))
+    tp = check_type_params(op, type_params)
+    if len(tp) == 1:
+        fix = "list the dtypes T may take, e.g. [torch.float32, torch.float16]"
+    else:
+        fix = (f"list the combinations of {', '.join(tp)} as tuples, e.g. "
+               f"[({', '.join(['torch.float16'] + ['torch.float32'] * (len(tp) - 1))}), ...]")
+    kd = tuple(_sequence(op, "dtypes", dtypes, fix))
     if not kd:
-        raise _fail(op, "dtypes", "empty list", "list the dtypes T may take, e.g. [torch.float32, torch.float16]")
-    for d in kd:
-        if d not in _dt.SUPPORTED:
-            raise _fail(op, "dtypes", f"{d!r} is not supported", f"use some of {[_dt.short(x) for x in _dt.SUPPORTED]}")
+        raise _fail(op, "dtypes", "empty list", fix)
+    for i, k in enumerate(kd):
+        if len(tp) == 1:
+            if isinstance(k, (tuple, list)):
+                raise _fail(op, f"dtypes[{i}]", f"{k!r} is a combination, but the kernel has one type parameter "
+                            f"({tp[0]})", "list plain dtypes, or name the template's parameters with type_params=('T', 'W')")
+            parts = (k,)
+        else:
+            if not isinstance(k, (tuple, list)) or len(k) != len(tp):
+                raise _fail(op, f"dtypes[{i}]", f"{k!r} is not a combination of {len(tp)} dtypes "
+                            f"(type_params={list(tp)})", fix)
+            parts = tuple(k)
+        for d in parts:
+            if d not in _dt.SUPPORTED:
+                raise _fail(op, f"dtypes[{i}]" if len(tp) > 1 else "dtypes", f"{d!r} is not supported",
+                            f"use some of {[_dt.short(x) for x in _dt.SUPPORTED]}")
+    if len(tp) > 1:
+        kd = tuple(tuple(k) for k in kd)
     if len(set(kd)) != len(kd):
-        raise _fail(op, "dtypes", f"duplicate entries in {[_dt.short(d) for d in kd]}", "list each dtype once")
+        raise _fail(op, "dtypes", f"duplicate entries in {[_dt.label(d, tp) for d in kd]}", "list each dtype once")
     return kd
 
 
@@ -117,6 +157,8 @@ def validate_signature(
     extras=(),
     geometries: Optional[Sequence] = None,
     dtypes=None,
+    type_params=None,
+    checks=(),
     has_meta_fn: bool = False,
     has_eager_fn: bool = False,
 ) -> Signature:
@@ -128,16 +170,23 @@ def validate_signature(
     """
     ns, name = parse_op_name(op_name)
     op = op_name
-    kd = kernel_dtypes(op, dtypes) or (torch.float32,)
-    decls, kinds = _inputs(op, inputs)
+    tp = check_type_params(op, type_params)
+    if len(tp) > 1 and dtypes is None:
+        raise _fail(op, "dtypes", f"type_params={list(tp)} but no combinations are declared",
+                    f"pass dtypes=[({', '.join(['torch.float32'] * len(tp))}), ...]")
+    kd = kernel_dtypes(op, dtypes, tp) or (torch.float32,)
+    decls, kinds = _inputs(op, inputs, tp)
     tensors = tuple(d for d in decls if isinstance(d, InputDecl))
     tnames = [t.name for t in tensors]
-    if dtypes is not None and len(kd) > 1 and all(t.dtype is not None for t in tensors):
+    if dtypes is not None and len(tp) == 1 and len(kd) > 1 and all(isinstance(t.dtype, torch.dtype) for t in tensors):
         raise _fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
                     "leave dtype=None on the inputs whose type is T")
+    if len(tp) > 1:
+        _check_combinations(op, tp, tensors)
     scalars = tuple(d for d in decls if isinstance(d, ScalarInput))
     extras = _extras(op, extras, tnames, tensors, scalars)
-    outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars)
+    outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars, tp)
+    check_sigs = _checks(op, checks, tnames, tensors)
     geos = [g for g in (geometries or ()) if g is not None]
     if not geos and not has_eager_fn:
         raise _fail(op, "geometry", "missing", "give geometry=ttk.Elementwise(...), ttk.Reduction(...) or ttk.Custom(...), or pass eager_fn= (and aot_fn= for TensorRT)")
@@ -151,13 +200,28 @@ def validate_signature(
         op_name=op_name, namespace=ns, name=name, inputs=tuple(decls), arg_kinds=tuple(kinds),
         tensor_pos=tuple(i for i, k in enumerate(kinds) if k == "tensor"), tensor_decls=tensors,
         scalar_decls=scalars, kernel_dtypes=kd,
-        outputs=tuple(_resolve_output(o, tnames, scalars) for o in outs),
+        outputs=tuple(_resolve_output(o, tnames, scalars, tensors, tp) for o in outs),
         extras=tuple(_resolve(e, tnames, scalars) for e in extras), extra_labels=tuple(str(e) for e in extras),
-        launches=tuple(launches),
+        launches=tuple(launches), type_params=tp, checks=check_sigs,
     )
 
 
-def _inputs(op: str, inputs):
+def _type_of(decl: InputDecl, tp: Sequence[str]):
+    """The type parameter name (str) or fixed dtype of a tensor input."""
+    return tp[0] if decl.dtype is None else decl.dtype
+
+
+def _check_combinations(op: str, tp, tensors) -> None:
+    """Every type parameter is the dtype of a tensor input, so the inputs' dtypes select one declared
+    combination (eager and TensorRT pick it from them; distinct combinations then differ there)."""
+    used = {_type_of(t, tp) for t in tensors}
+    for p in tp:
+        if p not in used:
+            raise _fail(op, "type_params", f"{p!r} is the dtype of no tensor input, so a call cannot tell which "
+                        "combination to run", f"declare the input(s) of that type with InputDecl(name, dtype={p!r})")
+
+
+def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
     if inputs is None:
         raise _fail(op, "inputs", "missing", "declare the inputs, e.g. inputs=[ttk.InputDecl('x')]")
     inputs = _sequence(op, "inputs", inputs, "declare the inputs as a list, e.g. inputs=[ttk.InputDecl('x')]")
@@ -175,7 +239,11 @@ def _inputs(op: str, inputs):
             raise _fail(op, where, f"duplicate name {d.name!r}", "give every input and output a distinct name")
         seen.add(d.name)
         if isinstance(d, InputDecl):
-            if d.dtype is not None and d.dtype not in _dt.SUPPORTED:
+            if isinstance(d.dtype, str):
+                if d.dtype not in tp:
+                    raise _fail(op, where + ".dtype", f"{d.dtype!r} names no type parameter (type_params={list(tp)})",
+                                "name one of type_params, give a torch.dtype, or leave dtype=None for the first")
+            elif d.dtype is not None and d.dtype not in _dt.SUPPORTED:
                 raise _fail(op, where + ".dtype", f"{d.dtype!r} is not supported", f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
             if d.ndim is not None and (not isinstance(d.ndim, int) or d.ndim < 0):
                 raise _fail(op, where + ".ndim", f"{d.ndim!r} is not a rank", "give a non-negative int or None")
@@ -271,7 +339,8 @@ def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
     return out
 
 
-def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool, scalars=()) -> list:
+def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool, scalars=(),
+             tp: Sequence[str] = ("T",)) -> list:
     if outputs is not None:
         _sequence(op, "outputs", outputs, "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
     if outputs is None or len(outputs) == 0:
@@ -295,11 +364,66 @@ def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eag
         if o.dtype_from is not None:
             if o.dtype_from not in tnames:
                 raise _fail(op, where + ".dtype_from", f"{o.dtype_from!r} names no tensor input (tensor inputs: {tnames})", "name a declared InputDecl")
-        if o.dtype is not None and o.dtype not in _dt.SUPPORTED:
+        if isinstance(o.dtype, str):
+            if o.dtype not in tp:
+                raise _fail(op, where + ".dtype", f"{o.dtype!r} names no type parameter (type_params={list(tp)})",
+                            "name one of type_params, or give a torch.dtype")
+            if not any(_type_of(t, tp) == o.dtype for t in tensors):
+                raise _fail(op, where + ".dtype", f"type parameter {o.dtype!r} is the dtype of no tensor input",
+                            "give a torch.dtype, or declare an input of that type")
+        elif o.dtype is not None and o.dtype not in _dt.SUPPORTED:
             raise _fail(op, where + ".dtype", f"{o.dtype!r} is not supported", f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
         if o.dtype is not None and o.dtype_from is not None:
             raise _fail(op, where, "both dtype and dtype_from are set", "set one of them")
     return list(outputs)
+
+
+def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
+    """``checks`` (:class:`SameShape` / :class:`SameDim`), checked and resolved."""
+    fix = "pass a list, e.g. checks=[ttk.SameShape('x', 'y'), ttk.SameDim(('x', -1), ('w', 0))]"
+    out = []
+    for i, c in enumerate(_sequence(op, "checks", checks if checks is not None else (), fix)):
+        where = f"checks[{i}]"
+        if isinstance(c, SameShape):
+            if len(c.inputs) < 2:
+                raise _fail(op, where, f"{c!r} names {len(c.inputs)} input(s); a check relates two or more",
+                            "name at least two tensor inputs, e.g. ttk.SameShape('x', 'y')")
+            ts = tuple(resolve_tensor(op, where, r, tnames) for r in c.inputs)
+            if len(set(ts)) != len(ts):
+                raise _fail(op, where, f"{c!r} names an input twice", "name each input once")
+            ranks = {tensors[t].ndim for t in ts if tensors[t].ndim is not None}
+            if len(ranks) > 1:
+                raise _fail(op, where, f"{c!r}: the inputs are declared with different ndim {sorted(ranks)}, so their "
+                            "shapes can never be equal", "fix the inputs' ndim, or relate single axes with ttk.SameDim")
+            out.append(CheckSig(label=repr(c), kind="shape", tensors=ts, texts=tuple(tnames[t] for t in ts)))
+        elif isinstance(c, SameDim):
+            if len(c.operands) < 2:
+                raise _fail(op, where, f"{c!r} has {len(c.operands)} operand(s); a check relates two or more",
+                            "give at least two, e.g. ttk.SameDim(('x', -1), ('w', 0))")
+            exprs, texts = [], []
+            for j, o in enumerate(c.operands):
+                w = f"{where}.operands[{j}]"
+                if isinstance(o, (tuple, list)):
+                    if len(o) != 2:
+                        raise _fail(op, w, f"{o!r} is not an (input, axis) pair", "write (name, axis), e.g. ('x', -1)")
+                    ref, axis = o
+                    t = resolve_tensor(op, w, ref, tnames)
+                    _check_axis(op, w, axis, tensors[t])
+                    e: Expr = DimSize(ref, axis)
+                    texts.append(f"{tnames[t]}.shape[{axis}]")
+                else:
+                    try:
+                        e = lift(o)
+                    except TypeError:
+                        raise _fail(op, w, f"{o!r} is neither an (input, axis) pair nor a size expression",
+                                    "write (name, axis), e.g. ('x', -1), or a size expression like ttk.Numel('w')") from None
+                    texts.append(str(e))
+                _check_expr(op, w, e, tnames, tensors)
+                exprs.append(_resolve(e, tnames))
+            out.append(CheckSig(label=repr(c), kind="dims", exprs=tuple(exprs), texts=tuple(texts)))
+        else:
+            raise _fail(op, where, f"{c!r} is not a check", "use ttk.SameShape(...) or ttk.SameDim(...)")
+    return tuple(out)
 
 
 # ---------- resolving (after the checks: every reference is known to be valid) ----------
@@ -327,7 +451,8 @@ def _resolve(e, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> Ex
     return resolve(lift(e), leaf)
 
 
-def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> OutputSig:
+def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[ScalarInput] = (), tensors=(),
+                    tp: Sequence[str] = ("T",)) -> OutputSig:
     s = o.shape
     if isinstance(s, SameAs):
         t = _index(s.input_idx, names)
@@ -337,6 +462,8 @@ def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[Scala
         out = OutputSig(name=o.name, kind="reduce", tensor=t, dims=tuple(s.dims), keepdim=s.keepdim)
     else:
         out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=tuple(_resolve(e, names, scalars) for e in s))
+    if isinstance(o.dtype, str):  # a type parameter: the dtype of the first input of that type
+        return out._replace(dtype_src=next(i for i, t in enumerate(tensors) if _type_of(t, tp) == o.dtype))
     if o.dtype is not None:
         return out._replace(dtype=o.dtype)
     return out._replace(dtype_src=names.index(o.dtype_from) if o.dtype_from is not None else out.tensor)

@@ -21,7 +21,8 @@ from support import ROOT
 
 SEED_OPS = ["kern_ex::sigmoid", "kern_ex::add", "kern_ex::scale", "kern_ex::relu_2d", "kern_ex::row_sum",
             "kern_ex::repeat2", "kern_ex::sin_cos"]
-EXAMPLES = ["cuda_kernel_op", "triton_kernel_op", "dtypes_autograd", "aot_replay", "serialize_reload", "circular_pad"]
+EXAMPLES = ["cuda_kernel_op", "triton_kernel_op", "dtypes_autograd", "aot_replay", "serialize_reload", "circular_pad",
+            "rmsnorm_mixed"]
 
 
 def _env(cache):

@@ -146,8 +146,10 @@ def dispatcher_for(name):
     def new_entry(key, args):
         ts = [a for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
         plan = kop.plan(tuple(t.dim() for t in ts))
-        fn = build_launcher(kop, torch.float32, plan, [torch.float32] * len(plan.outputs),
-                            [torch.float32] * len(ts), StubKernel(), launch=launch, stream=lambda dev: 77)
+        kdt = kop.dtypes[0]  # the recorder reads the parameters back by their codes, the same at every dtype
+        ins = kop.sig.in_dtypes(kdt)
+        fn = build_launcher(kop, kdt, plan, kop.sig.out_dtypes(ins), ins, StubKernel(), launch=launch,
+                            stream=lambda dev: 77)
         holder.setdefault("rec", Recorder(fn.pack))
 
         def counted(*a):

@@ -17,7 +17,8 @@ from kernels import unique
 from test_fastpath import dispatcher_for
 
 FIELDS = ("op_name", "spec", "kernel_source", "kernel_name", "inputs", "outputs", "extras", "geometry", "dtypes",
-          "compile_options", "include_paths", "compile_std", "arch_override", "schema", "meta_fn", "eager_fn")
+          "compile_options", "include_paths", "compile_std", "arch_override", "schema", "meta_fn", "eager_fn",
+          "type_params", "checks")
 OURS = (ttk.SpecError, ttk.CompileError)
 SETTINGS = settings(max_examples=int(os.environ.get("TTK_FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -30,6 +31,7 @@ SOURCES = {
     "k4": 'extern "C" __global__ void k4(const float* x, float* y) {}',
     "k5": 'extern "C" __global__ void k5(const float* x, int n0, int n1, float a, int m, float* y) {}',
     "bad": 'extern "C" __global__ void bad(const float* x, int n, float* y) { int = ; }',
+    "k6": 'template <typename T, typename W> __global__ void k6(const T* x, const W* w, int n, T* y) {}',
 }
 NAMES = st.sampled_from(["x", "w", "a", "n", "y", "self", "class", "1x", "", None, 3])
 SMALL_INT = st.sampled_from([-2, -1, 0, 1, 2, 3, 7, 2**31, -(2**31) - 1, 2**40, 1.5, True, "2", None])
@@ -66,7 +68,7 @@ GEOMETRY = st.one_of(
     st.none(), st.just("elementwise"),
 )
 DTYPE = st.sampled_from([None, torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.float64,
-                         torch.complex64, "float"])
+                         torch.complex64, "float", "T", "W"])
 INPUT = st.one_of(
     st.builds(ttk.InputDecl, NAMES, dtype=DTYPE, ndim=st.sampled_from([None, 0, 1, 2, -1, 1.5])),
     st.builds(ttk.ScalarInput, NAMES, st.sampled_from([float, int, bool, str, None, (int, 2), (float, 2), (int, 0),
@@ -75,11 +77,14 @@ INPUT = st.one_of(
                                        float("inf"), (1, 2**31)])),
     st.just("x"), st.none(),
 )
+OPERAND = st.one_of(st.tuples(NAMES, SMALL_INT), st.tuples(NAMES), EXPR)
+CHECK = st.one_of(st.builds(lambda names: ttk.SameShape(*names), st.lists(NAMES, max_size=3)),
+                  st.builds(lambda ops: ttk.SameDim(*ops), st.lists(OPERAND, max_size=3)), st.sampled_from(["x", 3]))
 OUTPUT = st.one_of(st.builds(ttk.OutputDecl, NAMES, SHAPE, dtype_from=st.sampled_from([None, "x", "w", 1]),
                              dtype=DTYPE), st.just("y"))
 FIELD_VALUES = {  # per KernelSpec field: values to put there, valid and not
     "kernel_source": st.one_of(st.sampled_from(list(SOURCES.values())), st.sampled_from(["", None, 5, "\ud800"])),
-    "kernel_name": st.sampled_from(["k1", "k2", "k3", "k4", "bad", "nope", "k1<T>", "", None]),
+    "kernel_name": st.sampled_from(["k1", "k2", "k3", "k4", "bad", "nope", "k1<T>", "", None, "k6<T, W>", "k6<T>"]),
     "inputs": st.one_of(st.lists(INPUT, max_size=3), st.none(), INPUT),
     "outputs": st.one_of(st.lists(OUTPUT, max_size=2), st.none(), OUTPUT),
     "extras": st.one_of(st.lists(EXPR, max_size=2), st.none(), EXPR),
@@ -87,7 +92,12 @@ FIELD_VALUES = {  # per KernelSpec field: values to put there, valid and not
     "include_paths": st.sampled_from([None, [], ["/nonexistent"], "abc", [None]]),
     "compile_std": st.sampled_from(["c++17", "c++20", "c++99", None]),
     "arch_override": st.sampled_from([None, "sm_90", "sm-90", (9,), (9, 0), 90, "compute_90", [9, 0], 1.5]),
-    "dtypes": st.sampled_from([None, [torch.float32], [torch.float32, torch.float16], [], torch.float32, ["x"]]),
+    "dtypes": st.sampled_from([None, [torch.float32], [torch.float32, torch.float16], [], torch.float32, ["x"],
+                               [(torch.float16, torch.float32), (torch.float32, torch.float32)], [(torch.float16,)],
+                               [(torch.float16, torch.float32), torch.float16], [(torch.float16, torch.float32)] * 2,
+                               [(torch.float16, torch.complex64)], [(torch.float16, torch.float32, torch.float32)]]),
+    "type_params": st.sampled_from([None, ("T",), ("T", "W"), ("T", "T"), "TW", (), ("T", 3), ("W", "T"), ("T", "1W")]),
+    "checks": st.one_of(st.lists(CHECK, max_size=2), CHECK, st.none()),
     "compile_options": st.sampled_from([(), ["--use_fast_math"], None, [1], "-O3", ["-arch=sm_80"], [""]]),
 }
 
@@ -110,6 +120,10 @@ def base_specs():
              inputs=[ttk.InputDecl("x"), ttk.ScalarInput("n", (int, 2)), ttk.ScalarInput("a", float, default=0.5)],
              outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("x") + ttk.Scalar("n")[0] * ttk.Scalar("n")[1],))],
              extras=[ttk.Numel("x")], geometry=ttk.Elementwise()),
+        dict(kernel_source=SOURCES["k6"], kernel_name="k6<T, W>", type_params=("T", "W"),
+             dtypes=[(torch.float16, torch.float32), (torch.float32, torch.float32)],
+             inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W")], outputs=y, extras=[ttk.Numel("x")],
+             geometry=ttk.Elementwise(), checks=[ttk.SameShape("x", "w")]),
     ]
 
 
@@ -179,6 +193,14 @@ CALL_SPECS = [
                    outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", -1) + ttk.Scalar("n")[0] - ttk.Scalar("n")[1],
                                                        ttk.DimSize("x", 0) // ttk.Scalar("n")[1]))],
                    extras=[ttk.Numel("x") * ttk.Scalar("n")[0]], geometry=ttk.Elementwise(block=(64,))),
+    ttk.KernelSpec(kernel_source=SOURCES["k2"], kernel_name="k2", inputs=[ttk.InputDecl("x"), ttk.InputDecl("w")],
+                   outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))], extras=[ttk.Numel("w") // ttk.DimSize("x", 0)],
+                   geometry=ttk.Reduction(reduce_dims=(-1,), block_size=128),
+                   checks=[ttk.SameDim(("x", -1), ("w", 0)), ttk.SameDim(ttk.Numel("w") // ttk.DimSize("x", 0), ("x", 1))]),
+    ttk.KernelSpec(kernel_source=SOURCES["k6"], kernel_name="k6<T, W>", type_params=("T", "W"),
+                   dtypes=[(torch.float16, torch.float32), (torch.float32, torch.float32), (torch.float32, torch.int32)],
+                   inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                   extras=[ttk.Numel("x")], geometry=ttk.Elementwise(), checks=[ttk.SameShape("x", "w")]),
 ]
 CALL_OPS = []
 

@@ -206,3 +206,16 @@ def test_tuple_attribute_and_default(declared, monkeypatch):
         fn(object(), (1, 2))
     with pytest.raises(OnnxExportError, match=r"int argument 'pads'\[3\] is not a constant in the traced graph"):
         fn(object(), (1, 2, 3, object()))
+
+
+def test_type_parameters_in_the_node_schema(declared, monkeypatch):
+    """A kernel with two type parameters: each input's type constraint lists the dtypes the declared
+    combinations give it (x: float16 / bfloat16 / float32; w: float32), the output's x's."""
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    name = f"{NS}::rms_mixed"
+    ttk.cuda_kernel_op(name, kernels.rmsnorm_mixed_spec())
+    schema = onnx_export._node_schema(registry.get(name), onnx)
+    cons = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    assert cons["T_x"] == {"tensor(float16)", "tensor(bfloat16)", "tensor(float)"}
+    assert cons["T_w"] == {"tensor(float)"}
+    assert cons["O0"] == cons["T_x"]

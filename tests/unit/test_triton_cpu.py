@@ -95,6 +95,24 @@ def test_cache_off(tmp_path, monkeypatch):
     assert ts.cache_dir() is None
 
 
+def test_type_params_and_checks():
+    """Two type parameters (x: T, w: W) compile one kernel per combination; the fake impl dispatches on the
+    inputs' dtypes and checks w's length against x's last axis."""
+    name = unique("tri_cpu")
+    op = tk.declare_rmsnorm_mixed(name, arch=ARCH)
+    kop = kop_of(name)
+    prog = kop.binary(ARCH)
+    assert sorted(prog.kernels, key=str) == sorted([(c, 1) for c in tk.MIXED], key=str)
+    ptx = {c: prog.kernel(c).ptx for c in tk.MIXED}
+    assert len(set(ptx.values())) == 3  # each combination its own code
+    m = lambda *s, dtype=torch.float32: torch.empty(s, device="meta", dtype=dtype)  # noqa: E731
+    assert op(m(3, 64, dtype=torch.bfloat16), m(64), 1e-6).dtype == torch.bfloat16
+    with pytest.raises(ttk.InputError, match=r"input dtypes \(x: bfloat16, w: bfloat16\) are not a combination"):
+        op(m(3, 64, dtype=torch.bfloat16), m(64, dtype=torch.bfloat16), 1e-6)
+    with pytest.raises(ttk.InputError, match=r"x.shape\[-1\] = 64 and w.shape\[0\] = 63 must be equal"):
+        op(m(3, 64, dtype=torch.float16), m(63), 1e-6)
+
+
 def test_plan_per_tactic(scale):
     for t, (block, nw) in enumerate([(1024, 4), (256, 2), (4096, 8)], start=1):
         p = scale.plan((2,), t)
