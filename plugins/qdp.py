@@ -102,6 +102,26 @@ def float_bits(value: float) -> int:
     return struct.unpack("<i", struct.pack("<f", float(value)))[0]
 
 
+
+class _DeviceArray:
+    """A CUDA array interface (version 3) written out by hand, for the bytes of a plugin tensor."""
+
+    __slots__ = ("__cuda_array_interface__",)
+
+    def __init__(self, desc: Dict[str, Any]):
+        self.__cuda_array_interface__ = desc
+
+
+def device_tensor(t, trt) -> torch.Tensor:
+    """A torch view of a ``tensorrt.plugin`` Tensor's device memory (JIT ``impl``). A bfloat16 tensor has
+    no CUDA array interface (NVIDIA's Tensor refuses: the interface has no type code for it), so its
+    bytes are viewed as int16 and reinterpreted; the launch itself is on TensorRT's stream."""
+    if t.dtype != trt.DataType.BF16:
+        return torch.as_tensor(t, device="cuda")
+    desc = {"shape": tuple(int(d) for d in t.shape), "typestr": "<i2", "data": (int(t.data_ptr), False),
+            "strides": tuple(2 * int(s) for s in t.strides), "version": 3, "stream": None}
+    return torch.as_tensor(_DeviceArray(desc), device="cuda").view(torch.bfloat16)
+
 class PluginBuilder:
     """The four plugin functions of one op, against a given ``tensorrt`` / ``tensorrt.plugin``."""
 
@@ -297,11 +317,11 @@ class PluginBuilder:
             si = iter(self.scalar_decls)
             for kind in kop.sig.arg_kinds:
                 if kind == "tensor":
-                    args.append(torch.as_tensor(a[next(ti)], device="cuda"))
+                    args.append(device_tensor(a[next(ti)], self.trt))
                 else:
                     d = next(si)
                     args.append(attr_value(d, a[d.name], kop.op_name))
-            outs = [torch.as_tensor(o, device="cuda") for o in a["outputs"]]
+            outs = [device_tensor(o, self.trt) for o in a["outputs"]]
             launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)

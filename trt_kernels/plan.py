@@ -140,11 +140,10 @@ def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchP
         where = f"checks[{k}] {c.label}"
         if c.kind == "shape":
             t0 = c.tensors[0]
-            for t in c.tensors[1:]:
-                if ranks[t] != ranks[t0]:
-                    raise _bad(op, where, f"inputs {names[t0]!r} ({ranks[t0]} dims) and {names[t]!r} ({ranks[t]} dims) "
-                               "must have equal shapes", "pass tensors of equal shapes")
-            pairs = tuple((Dim(t0, a), Dim(t, a)) for t in c.tensors[1:] for a in range(ranks[t0]))
+            if any(ranks[t] != ranks[t0] for t in c.tensors[1:]):  # never equal: the check's message shows the shapes
+                pairs = ((Const(0), Const(1)),)
+            else:
+                pairs = tuple((Dim(t0, a), Dim(t, a)) for t in c.tensors[1:] for a in range(ranks[t0]))
         else:
             es = [res(e, where) for e in c.exprs]
             pairs = tuple((es[0], e) for e in es[1:])

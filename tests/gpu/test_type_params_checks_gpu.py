@@ -65,8 +65,8 @@ def test_undeclared_combination_and_mismatched_sizes_raise(rms):
     with pytest.raises(ttk.InputError, match=r"x.shape\[-1\] = 64 and w.shape\[0\] = 65 must be equal"):
         rms(x, torch.rand(65, device="cuda"), 1e-6)
     # a non-contiguous x is copied first, then checked and launched as usual
-    xt = torch.randn(64, 4, device="cuda", dtype=torch.float16).t()
-    w = torch.rand(4, device="cuda") + 0.5
+    xt = torch.randn(64, 4, device="cuda", dtype=torch.float16).t()  # (4, 64), strides (1, 4)
+    w = torch.rand(64, device="cuda") + 0.5
     torch.testing.assert_close(rms(xt, w, 1e-6).float(), rmsnorm_reference(xt, w, 1e-6).float(), atol=1e-2, rtol=1e-2)
 
 
@@ -106,9 +106,11 @@ needs_standin = pytest.mark.skipif(standin.unavailable_reason() is not None,
 
 
 @needs_standin
-@pytest.mark.parametrize("shape", [(1, 1), (3, 129), (33, 1000), (0, 64)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 129), (33, 1000)], ids=str)
 @pytest.mark.parametrize("xdt, wdt", MIXED_COMBOS, ids=["fp16-fp32", "bf16-fp32", "fp32-fp32"])
 def test_aot_replay_every_combination(rms, xdt, wdt, shape):
+    """(An empty batch is left out: its grid is (0, 1, 1), which TensorRT's launch refuses, as the emulator
+    models; eager returns the empty output without a launch, tested above.)"""
     from trt_kernels.testing import aot_replay
 
     x, w = _inputs(shape, xdt, wdt)
