@@ -40,10 +40,10 @@ __global__ void rmsnorm(const T* __restrict__ x, const W* __restrict__ w, float 
 COMBINATIONS = [(torch.float16, torch.float32), (torch.bfloat16, torch.float32), (torch.float32, torch.float32)]
 
 SPEC = ttk.KernelSpec(
-    kernel_source=RMSNORM, kernel_name="rmsnorm<T, W>",
+    kernel_source=RMSNORM, kernel_name="rmsnorm<T, W>",   # template <typename T, typename W> __global__ ...
     type_params=("T", "W"), dtypes=COMBINATIONS,
     inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W", ndim=1), ttk.ScalarInput("eps", float)],
-    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],  # y: x's dtype (T); OutputDecl(dtype="W") would take W's
     extras=[ttk.DimSize("x", -1)],
     # one block per row of x (none for an empty x)
     geometry=ttk.Custom(grid=(ttk.Numel("x") // ttk.maximum(ttk.DimSize("x", -1), 1),), block=(256,)),
