@@ -38,9 +38,11 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
+
+from ._record import FACTORY, Record, record
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -339,8 +341,8 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
 # ---------------- cache clear ----------------
 
 
-@dataclass
-class ClearReport:
+@record
+class ClearReport(Record):
     """What :func:`clear` removed and what it left."""
 
     root: Path
@@ -352,6 +354,18 @@ class ClearReport:
     kept_bytes: int = 0
     kept_examples: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+
+    def __init__(self, root: Path, entries: int = 0, temporaries: int = 0, directories: int = 0, removed_bytes: int = 0,
+                 kept: int = 0, kept_bytes: int = 0, kept_examples: List[str] = FACTORY, errors: List[str] = FACTORY) -> None:
+        self.root = root
+        self.entries = entries
+        self.temporaries = temporaries
+        self.directories = directories
+        self.removed_bytes = removed_bytes
+        self.kept = kept
+        self.kept_bytes = kept_bytes
+        self.kept_examples = [] if kept_examples is FACTORY else kept_examples
+        self.errors = [] if errors is FACTORY else errors
 
 
 def _starts_with(path: str, magic: bytes) -> bool:

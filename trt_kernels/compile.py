@@ -34,11 +34,11 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
+from ._record import Frozen, record
 from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError
 from .kernel_source import ptx_isa
@@ -50,8 +50,8 @@ _MAGIC = NVRTC_MAGIC
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
-@dataclass(frozen=True)
-class CompiledProgram:
+@record
+class CompiledProgram(Frozen):
     """What NVRTC made of one source for one arch."""
 
     ptx: bytes
@@ -63,6 +63,11 @@ class CompiledProgram:
     key: str  # the program key (the cache directory's name)
     from_cache: bool
     toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.toolchain)
+
+    def __init__(self, ptx: bytes, cubin: bytes, lowered: Dict[str, str], arch: str, nvrtc_version: Tuple[int, int],
+                 log: str, key: str, from_cache: bool, toolchain: str = "") -> None:
+        self.__dict__.update(ptx=ptx, cubin=cubin, lowered=lowered, arch=arch, nvrtc_version=nvrtc_version, log=log,
+                             key=key, from_cache=from_cache, toolchain=toolchain)
 
     @property
     def ptx_isa(self) -> Optional[Tuple[int, int]]:

@@ -5,24 +5,26 @@ extras, geometry, dtypes) and resolves it into a ``Signature``: input positions,
 indices instead of names, output dtype rules, size expressions with their leaves resolved
 to tensor indices, one launch geometry per tactic, and the kernel's parameter list (the
 ABI). The plan, the ABI check, the fake impl, the fast path, the TensorRT plugin and the
-CLI read it and never look names up again. (These records are ``NamedTuple``s, not frozen
-dataclasses: a frozen dataclass costs about half a millisecond of every ``import trt_kernels`` to
-generate its methods, a ``NamedTuple`` a fifth of that.) Where the kernel's *code* comes from (CUDA C++,
-PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
+CLI read it and never look names up again. (These are frozen records, :mod:`trt_kernels._record`:
+a ``@dataclass(frozen=True)`` cost about 0.4 ms of every ``import trt_kernels`` to generate its methods, a
+``NamedTuple`` with string annotations about 0.3 ms, a record about 0.03 ms.) Where the kernel's *code* comes from
+(CUDA C++, PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
 """
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from . import dtypes as _dt
+from ._record import Frozen, record
 from .expr import Const, Expr
 from .spec import InputDecl, ScalarInput
 
 
-class Param(NamedTuple):
+@record
+class Param(Frozen):
     """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
 
     kind: str
@@ -30,13 +32,17 @@ class Param(NamedTuple):
     code: str  # struct format code used to pack it
     label: str  # how the declaration describes it, for messages
 
+    def __init__(self, kind: str, size: int, code: str, label: str) -> None:
+        self.__dict__.update(kind=kind, size=size, code=code, label=label)
+
 
 #: scalar input type -> (kind, bytes, struct code, C type, schema type)
 SCALAR_TYPES = {float: ("float", 4, "f", "float", "float"), int: ("int", 4, "i", "int", "int"),
                 bool: ("bool", 1, "?", "bool", "bool")}
 
 
-class OutputSig(NamedTuple):
+@record
+class OutputSig(Frozen):
     """One output, resolved. ``kind``: ``like`` (the shape of tensor input ``tensor``), ``reduce``
     (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``) or ``exprs`` (``exprs``,
     size expressions over the inputs). dtype: ``dtype`` if fixed, else that of tensor input ``dtype_src``."""
@@ -50,8 +56,15 @@ class OutputSig(NamedTuple):
     dtype: Optional[torch.dtype] = None
     dtype_src: Optional[int] = None
 
+    def __init__(self, name: str, kind: str, tensor: int, dims: Tuple[int, ...] = (), keepdim: bool = False,
+                 exprs: Tuple[Expr, ...] = (), dtype: Optional[torch.dtype] = None,
+                 dtype_src: Optional[int] = None) -> None:
+        self.__dict__.update(name=name, kind=kind, tensor=tensor, dims=dims, keepdim=keepdim, exprs=exprs, dtype=dtype,
+                             dtype_src=dtype_src)
 
-class LaunchSig(NamedTuple):
+
+@record
+class LaunchSig(Frozen):
     """The launch geometry of one tactic. ``kind``: ``flat`` / ``nd`` (one thread per element of
     output 0), ``reduce`` (one block per element of output 0) or ``custom`` (``grid`` and
     ``shared_mem`` as resolved size expressions)."""
@@ -62,8 +75,13 @@ class LaunchSig(NamedTuple):
     shared_mem: Expr = Const(0)
     reduce_dims: Tuple[int, ...] = ()
 
+    def __init__(self, kind: str, block: Tuple[int, ...], grid: Tuple[Expr, ...] = (), shared_mem: Expr = Const(0),
+                 reduce_dims: Tuple[int, ...] = ()) -> None:
+        self.__dict__.update(kind=kind, block=block, grid=grid, shared_mem=shared_mem, reduce_dims=reduce_dims)
 
-class Signature(NamedTuple):
+
+@record
+class Signature(Frozen):
     """A validated declaration: what the kernel takes and how it is launched, by position.
 
     Size expressions (``extras``, ``OutputSig.exprs``, ``LaunchSig.grid``/``shared_mem``) have their
@@ -85,6 +103,16 @@ class Signature(NamedTuple):
     extras: Tuple[Expr, ...]
     extra_labels: Tuple[str, ...]  # each extra as the user wrote it
     launches: Tuple[LaunchSig, ...]  # one per tactic; empty: eager_fn (and aot_fn) launch
+
+    def __init__(self, op_name: str, namespace: str, name: str, inputs: Tuple[Union[InputDecl, ScalarInput], ...],
+                 arg_kinds: Tuple[str, ...], tensor_pos: Tuple[int, ...], tensor_decls: Tuple[InputDecl, ...],
+                 scalar_decls: Tuple[ScalarInput, ...], kernel_dtypes: Tuple[torch.dtype, ...],
+                 outputs: Tuple[OutputSig, ...], extras: Tuple[Expr, ...], extra_labels: Tuple[str, ...],
+                 launches: Tuple[LaunchSig, ...]) -> None:
+        self.__dict__.update(op_name=op_name, namespace=namespace, name=name, inputs=inputs, arg_kinds=arg_kinds,
+                             tensor_pos=tensor_pos, tensor_decls=tensor_decls, scalar_decls=scalar_decls,
+                             kernel_dtypes=kernel_dtypes, outputs=outputs, extras=extras, extra_labels=extra_labels,
+                             launches=launches)
 
     @property
     def tensor_names(self) -> Tuple[str, ...]:

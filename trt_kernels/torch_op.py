@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import struct
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
+from ._record import FACTORY, Record, record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
 from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error,
@@ -324,8 +325,8 @@ def make_backward(kop: KernelOp):
 # that was replaced or unregistered, so its record is freed.
 
 
-@dataclass
-class _Definition:
+@record
+class _Definition(Record):
     op_name: str
     schema: str
     def_lib: Any
@@ -334,6 +335,17 @@ class _Definition:
     shell: Any = None  # the CUDA kernel torch calls (fastpath.new_shell)
     boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
     why: str = ""  # what a call gets while no declaration is current
+
+    def __init__(self, op_name: str, schema: str, def_lib: Any, kernel_lib: Any = None, autograd: bool = False,
+                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "") -> None:
+        self.op_name = op_name
+        self.schema = schema
+        self.def_lib = def_lib
+        self.kernel_lib = kernel_lib
+        self.autograd = autograd
+        self.shell = shell
+        self.boxes = {} if boxes is FACTORY else boxes
+        self.why = why
 
     def boxed(self, role: str) -> Callable[..., Any]:
         """The function registered for ``role``: it calls whatever the box holds now."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from dataclasses import replace
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
@@ -262,8 +263,8 @@ def _resolve_output(o: OutputDecl, names: Sequence[str]) -> OutputSig:
     else:
         out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=tuple(_resolve(e, names) for e in s))
     if o.dtype is not None:
-        return out._replace(dtype=o.dtype)
-    return out._replace(dtype_src=names.index(o.dtype_from) if o.dtype_from is not None else out.tensor)
+        return replace(out, dtype=o.dtype)
+    return replace(out, dtype_src=names.index(o.dtype_from) if o.dtype_from is not None else out.tensor)
 
 
 def _launches(g, names: Sequence[str]):

@@ -1,6 +1,7 @@
 """Warm start: a process whose kernels are all cached loads no NVRTC, looks up no headers,
-queries no GPU and imports none of sympy / tensorrt / torch_tensorrt while declaring ops;
-and it never uses an entry that another NVRTC built.
+queries no GPU, starts no process (no compiler run) and imports none of sympy / tensorrt /
+torch_tensorrt while declaring ops; importing the package compiles no generated source; and
+it never uses an entry that another NVRTC built.
 
 Each case runs in a fresh interpreter (what is loaded is per process), declaring the
 seed's seven ops from ``benchmarks/seed_specs.py`` into a private cache directory.
@@ -29,7 +30,18 @@ CHILD = textwrap.dedent(r"""
     def nvrtc_used():
         # whether trt_kernels reached NVRTC: only through cuda.bindings.nvrtc, or a new mapping
         return "cuda.bindings.nvrtc" in sys.modules or (nvrtc_mapped() and not by_torch)
+    events = {"generated": [], "processes": []}
+    def audit(event, args):
+        # source compiled from a string while importing (dataclass / NamedTuple methods are; a
+        # module's own code comes from its bytecode cache or its file), and any process started
+        if event == "compile" and args[1] == "<string>" and events["importing"]:
+            events["generated"].append(str(args[0])[:80])
+        elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
+            events["processes"].append(f"{event} {str(args)[:200]}")
+    events["importing"] = True
+    sys.addaudithook(audit)
     import trt_kernels as ttk
+    events["importing"] = False
     import seed_specs
     from trt_kernels import registry, toolchain
 
@@ -42,6 +54,8 @@ CHILD = textwrap.dedent(r"""
         "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
                                       "trt_kernels.converters") if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
+        "generated_at_import": events["generated"],
+        "processes": events["processes"],
     }))
 """)
 
@@ -85,6 +99,15 @@ def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
     else:  # no sympy, tensorrt, torch_tensorrt, nor our TensorRT side
         assert res["modules"] == []
     assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
+    # no process started (no compiler run, nothing probed) by importing and declaring
+    assert res["processes"] == []
+
+
+def test_importing_generates_no_code(warm_cache):
+    """No dataclass or NamedTuple method source is generated and compiled at ``import trt_kernels``
+    (the records of trt_kernels._record are written out; tests/unit/test_records.py)."""
+    res = run(warm_cache)
+    assert res["generated_at_import"] == []
 
 
 def test_without_an_arch_the_abi_is_checked_against_any_cached_build(warm_cache):

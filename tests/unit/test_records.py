@@ -1,0 +1,121 @@
+"""The package's records behave as the dataclasses they replace (``trt_kernels._record``).
+
+Each record writes its ``__init__`` by hand so that defining it generates no code at import; here
+every record of every module ``import trt_kernels`` loads is compared with what ``@dataclass``
+makes of the same fields: the constructor's parameters (names, order, defaults, annotations),
+field values, fresh default factories, ``repr``, equality, hashing, immutability,
+``dataclasses.replace`` and copying. ``tests/unit/test_startup.py`` checks, in a fresh
+interpreter, that importing the package compiles no generated source at all.
+"""
+
+import copy
+import dataclasses
+import inspect
+import sys
+
+import pytest
+
+import trt_kernels  # noqa: F401 - loads every module whose records are checked
+from trt_kernels._record import FACTORY, Frozen, Record
+
+
+def _records():
+    found = {}
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("trt_kernels") or mod is None:
+            continue
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name:
+                found[f"{name}.{obj.__qualname__}"] = obj
+    return found
+
+
+RECORDS = _records()
+
+
+def test_the_package_defines_its_dataclasses_as_records():
+    # what `import trt_kernels` loads; the seed's case table (imported by the CLI and benchmarks) is data
+    assert len(RECORDS) >= 20, sorted(RECORDS)
+    generated = {n: [m for m, f in vars(c).items() if getattr(getattr(f, "__code__", None), "co_filename", "") == "<string>"]
+                 for n, c in RECORDS.items() if not n.startswith("trt_kernels._seed_cases.")}
+    assert {n: ms for n, ms in generated.items() if ms} == {}
+
+
+def _reference(cls):
+    """What ``@dataclass`` makes of ``cls``'s fields (frozen for a Frozen record; with ``eq`` unless the
+    record keeps identity comparison)."""
+    ns = {"__annotations__": {}, "__qualname__": cls.__qualname__, "__module__": cls.__module__}
+    for f in dataclasses.fields(cls):
+        ns["__annotations__"][f.name] = f.type
+        if f.default is not dataclasses.MISSING:
+            ns[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            ns[f.name] = dataclasses.field(default_factory=f.default_factory)
+    eq = issubclass(cls, Record)
+    return dataclasses.dataclass(frozen=issubclass(cls, Frozen), eq=eq)(type(cls.__name__, (), ns))
+
+
+def _values(cls, tag):
+    return {f.name: (tag, i, f.name) for i, f in enumerate(dataclasses.fields(cls))}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RECORDS if not n.startswith("trt_kernels._seed_cases.")))
+def test_a_record_behaves_as_its_dataclass(name):
+    cls = RECORDS[name]
+    ref = _reference(cls)
+
+    def params(c):
+        return [(p.name, p.kind, repr(p.default), p.annotation) for p in inspect.signature(c.__init__).parameters.values()]
+
+    assert params(cls) == params(ref)
+    assert FACTORY is not None and repr(FACTORY) == "<factory>"
+
+    # every field given
+    vals = _values(cls, "a")
+    a, r = cls(**vals), ref(**vals)
+    assert {k: getattr(a, k) for k in vals} == vals
+    assert repr(a) == repr(r)
+    # only what has no default given: the defaults, and a fresh object from each factory
+    required = {f.name: vals[f.name] for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    d1, d2, rd = cls(**required), cls(**required), ref(**required)
+    for f in dataclasses.fields(cls):
+        got, want = getattr(d1, f.name), getattr(rd, f.name)
+        if f.name == "_lock":  # a fresh lock each: compare kinds
+            assert type(got) is type(want)
+        else:  # (objects compared by identity: by their repr)
+            assert got == want or (type(got) is type(want) and repr(got) == repr(want)), f.name
+        if f.default_factory is not dataclasses.MISSING and isinstance(got, (list, dict)):
+            assert got is not getattr(d2, f.name), f"{f.name}: one object shared by two records"
+
+    # equality and hashing
+    other = dict(vals, **{next(iter(vals)): ("b", "changed")})
+    if issubclass(cls, Record):
+        assert a == cls(**vals) and a != cls(**other) and a != r  # a dataclass compares equal to its own class only
+    else:  # compared and hashed by identity
+        assert a != cls(**vals) and a == a and hash(a) == object.__hash__(a)
+    if ref.__hash__ is None:
+        with pytest.raises(TypeError):
+            hash(a)
+    elif issubclass(cls, Record):
+        assert hash(a) == hash(r)
+
+    # immutability, replace, copies
+    first = next(iter(vals))
+    if issubclass(cls, Frozen):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(a, first, 1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(a, first)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(r, first, 1)
+    else:
+        m = cls(**vals)
+        setattr(m, first, ("b", "set"))
+        assert getattr(m, first) == ("b", "set")
+    b = dataclasses.replace(a, **{first: ("b", "replaced")})
+    assert type(b) is cls and getattr(b, first) == ("b", "replaced")
+    assert all(getattr(b, k) == v for k, v in vals.items() if k != first)
+    for c in (copy.copy(a), copy.deepcopy(a)):
+        assert type(c) is cls and all(getattr(c, k) == v for k, v in vals.items())
+    assert dataclasses.asdict(a) == dataclasses.asdict(r) == vals
