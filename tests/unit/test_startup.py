@@ -186,3 +186,25 @@ def test_identity_is_read_from_disk_without_loading_nvrtc():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "False"]
+
+
+def test_the_distribution_lookup_agrees_with_importlib_metadata():
+    """toolchain reads the nvidia wheels' version and file list from their .dist-info directly (cheaper
+    than importlib.metadata at start-up): the same answers, and importlib.metadata's where none is found."""
+    from importlib import metadata
+
+    from trt_kernels import toolchain
+
+    for name in ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "torch", "no-such-distribution-here"):
+        try:
+            want = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            want = None
+        assert toolchain._dist_version(name) == want, name
+    assert toolchain._dist_info("no-such-distribution-here") is None
+    try:
+        dist = metadata.distribution("nvidia-cuda-nvrtc")
+    except metadata.PackageNotFoundError:
+        pytest.skip("nvidia-cuda-nvrtc is not installed")
+    libs = [str(dist.locate_file(f)) for f in dist.files or () if toolchain._is_nvrtc_library(str(f))]
+    assert toolchain._pip_library() == next((p for p in libs if os.path.isfile(p)), None)
