@@ -58,12 +58,27 @@ STALE_TMP_SECONDS = 3600
 MEMO_ENTRIES = 256
 
 _DIGEST = hashlib.sha256().digest_size
-# file-name patterns, as text: the re module compiles and caches each at its first use (writing, cleaning or
-# clearing the cache), not at import, where compiling the four cost ~0.35 ms of every start-up
-_KEY = r"[0-9a-f]{64}"
-_ARCH_BIN = r"sm_\d+[af]?\.bin"
-_KEY_BIN = r"[0-9a-f]{64}\.bin"
-_TMP = r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp"  # mkstemp(prefix=entry + ".")
+
+
+class _Pattern:
+    """A regular expression compiled at its first use (writing, cleaning or clearing the cache) rather than
+    at import, where compiling the store's four cost ~0.35 ms of every start-up."""
+
+    __slots__ = ("text", "_compiled")
+
+    def __init__(self, text: str):
+        self.text, self._compiled = text, None
+
+    def fullmatch(self, s: str):
+        if self._compiled is None:
+            self._compiled = re.compile(self.text)
+        return self._compiled.fullmatch(s)
+
+
+_KEY = _Pattern(r"[0-9a-f]{64}")
+_ARCH_BIN = _Pattern(r"sm_\d+[af]?\.bin")
+_KEY_BIN = _Pattern(r"[0-9a-f]{64}\.bin")
+_TMP = _Pattern(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
 _OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 
@@ -259,7 +274,7 @@ def _ensure_dir(d: Path) -> None:
         return
     if stat.S_ISDIR(st.st_mode):
         return
-    if re.fullmatch(_KEY, d.name) and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+    if _KEY.fullmatch(d.name) and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
         what = (f"a symbolic link to {os.readlink(d)}" if stat.S_ISLNK(st.st_mode)
                 else f"a regular file of {st.st_size} bytes")
         try:
@@ -281,7 +296,7 @@ def remove_stale_temporaries(d: Path, max_age: float = STALE_TMP_SECONDS) -> int
     try:
         with os.scandir(d) as it:
             for e in it:
-                if not re.fullmatch(_TMP, e.name):
+                if not _TMP.fullmatch(e.name):
                     continue
                 try:
                     st = e.stat(follow_symlinks=False)
@@ -394,8 +409,8 @@ def _keep(rep: ClearReport, path: str, st: os.stat_result) -> None:
             rep.kept += 1
 
 
-def _clear_files(rep: ClearReport, d: str, entry: str, magic: bytes, only: Optional[Set[str]] = None):
-    """Remove entries named like ``entry`` (a pattern) that start with ``magic``, and temporary files, from
+def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: bytes, only: Optional[Set[str]] = None):
+    """Remove entries named like ``entry`` that start with ``magic``, and temporary files, from
     ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
     kept = False
     with os.scandir(d) as it:
@@ -406,7 +421,7 @@ def _clear_files(rep: ClearReport, d: str, entry: str, magic: bytes, only: Optio
         except OSError:
             continue
         ours = stat.S_ISREG(st.st_mode) and (
-            (re.fullmatch(entry, e.name) and _starts_with(e.path, magic)) or re.fullmatch(_TMP, e.name))
+            (entry.fullmatch(e.name) and _starts_with(e.path, magic)) or _TMP.fullmatch(e.name))
         if not ours:
             kept = True
             _keep(rep, e.path, st)
@@ -449,7 +464,7 @@ def clear(root: Path) -> ClearReport:
         except OSError:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
-        if is_dir and (re.fullmatch(_KEY, e.name) or e.name == "triton"):
+        if is_dir and (_KEY.fullmatch(e.name) or e.name == "triton"):
             pattern, magic = (_ARCH_BIN, NVRTC_MAGIC) if e.name != "triton" else (_KEY_BIN, TRITON_MAGIC)
             try:
                 kept = _clear_files(rep, e.path, pattern, magic)
@@ -462,7 +477,7 @@ def clear(root: Path) -> ClearReport:
                     rep.directories += 1
                 except OSError:  # written to meanwhile
                     pass
-        elif not is_dir and (re.fullmatch(_KEY_BIN, e.name) or re.fullmatch(_TMP, e.name)):
+        elif not is_dir and (_KEY_BIN.fullmatch(e.name) or _TMP.fullmatch(e.name)):
             loose.add(e.name)
         else:
             _keep(rep, e.path, st)
