@@ -25,15 +25,18 @@ import itertools
 import struct
 import threading
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from .errors import InputError, LaunchError
 from .expr import BinOp, Const, Dim, Expr, NumelOf
 from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
-from .plan import GRID_LIMITS, INT32_MAX, INT64_MAX, LaunchPlan, concrete
+from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import SCALAR_TYPES
+
+if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
+    from .plan import LaunchPlan
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -222,6 +225,8 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
 
     def size_error(args):
         shapes = [tuple(args[p].shape) for p in tpos]
+        from .plan import concrete
+
         concrete(plan, shapes, kop.sig.tensor_names)  # raises the InputError that names the expression
         raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
 

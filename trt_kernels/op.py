@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import field
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -26,8 +26,10 @@ from .expr import Const, Expr, binop
 from .kernel_source import Binary, KernelImage, KernelSource
 from .launch import LoadedKernel, ParamPack, driver_version
 from .limits import STATIC_SHARED_MEM
-from .plan import LaunchPlan, build_plan
 from .signature import Signature
+
+if TYPE_CHECKING:  # trt_kernels.plan is imported at the first plan (a call or a trace), not at declaration
+    from .plan import LaunchPlan
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
 #: parameters and any compile error do not depend on it, and Hopper accepts every feature an
@@ -257,6 +259,8 @@ class KernelOp:
         key = (tuple(ranks), tactic, arch)
         p = self._plans.get(key)
         if p is None:
+            from .plan import build_plan
+
             p = build_plan(self.sig, ranks, tactic)
             if arch is not None:
                 need = max(self.image(d, p.tactic, arch).shared_mem for d in self.dtypes)

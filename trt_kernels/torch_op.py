@@ -25,7 +25,6 @@ from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, re
                        scratch_buffers, unwritten_error)
 from .launch import driver
 from .op import KernelOp
-from .plan import concrete
 from .signature import SCALAR_TYPES
 
 def build_schema(kop: KernelOp) -> str:
@@ -130,6 +129,8 @@ def make_fake_impl(kop: KernelOp):
         plan = kop.plan(tuple(t.dim() for t in ts))
         shapes = [tuple(t.shape) for t in ts]
         if all(type(d) is int for s in shapes for d in s):  # static sizes: the eager launch's checks, here too
+            from .plan import concrete
+
             out_shapes = concrete(plan, shapes, kop.sig.tensor_names).outputs
         else:
             ev = ShapeEvaluator(ts)
@@ -248,6 +249,8 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     kdt = check_tensor_args(kop, tensors)
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
+    from .plan import concrete
+
     sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names)
     grid = list(sizes.grid)
     if not all(grid):

@@ -1,7 +1,8 @@
 """The package's records behave as the dataclasses they replace (``trt_kernels._record``).
 
 Each record writes its ``__init__`` by hand so that defining it generates no code at import; here
-every record of every module ``import trt_kernels`` loads is compared with what ``@dataclass``
+every record of every module ``import trt_kernels`` loads (and of the plan and launch modules, which a
+first call loads) is compared with what ``@dataclass``
 makes of the same fields: the constructor's parameters (names, order, defaults, annotations),
 field values, fresh default factories, ``repr``, equality, hashing, immutability,
 ``dataclasses.replace`` and copying. ``tests/unit/test_startup.py`` checks, in a fresh
@@ -10,20 +11,25 @@ interpreter, that importing the package compiles no generated source at all.
 
 import copy
 import dataclasses
+import importlib
 import inspect
+import subprocess
 import sys
 
 import pytest
 
-import trt_kernels  # noqa: F401 - loads every module whose records are checked
 from trt_kernels._record import FACTORY, Frozen, Record
+
+# what a fresh `import trt_kernels` loads, and the modules a first call loads (the plan, the launch)
+_LOADED = subprocess.run([sys.executable, "-c", "import sys, trt_kernels; print(' '.join(sorted(m for m in sys.modules "
+                          "if m.startswith('trt_kernels'))))"], capture_output=True, text=True, check=True).stdout.split()
+MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.launch"})
 
 
 def _records():
     found = {}
-    for name, mod in list(sys.modules.items()):
-        if not name.startswith("trt_kernels") or mod is None:
-            continue
+    for name in MODULES:
+        mod = importlib.import_module(name)
         for obj in vars(mod).values():
             if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name:
                 found[f"{name}.{obj.__qualname__}"] = obj
@@ -34,10 +40,9 @@ RECORDS = _records()
 
 
 def test_the_package_defines_its_dataclasses_as_records():
-    # what `import trt_kernels` loads; the seed's case table (imported by the CLI and benchmarks) is data
-    assert len(RECORDS) >= 20, sorted(RECORDS)
+    assert "trt_kernels.spec" in MODULES and len(RECORDS) >= 20, sorted(RECORDS)
     generated = {n: [m for m, f in vars(c).items() if getattr(getattr(f, "__code__", None), "co_filename", "") == "<string>"]
-                 for n, c in RECORDS.items() if not n.startswith("trt_kernels._seed_cases.")}
+                 for n, c in RECORDS.items()}
     assert {n: ms for n, ms in generated.items() if ms} == {}
 
 
@@ -59,7 +64,7 @@ def _values(cls, tag):
     return {f.name: (tag, i, f.name) for i, f in enumerate(dataclasses.fields(cls))}
 
 
-@pytest.mark.parametrize("name", sorted(n for n in RECORDS if not n.startswith("trt_kernels._seed_cases.")))
+@pytest.mark.parametrize("name", sorted(RECORDS))
 def test_a_record_behaves_as_its_dataclass(name):
     cls = RECORDS[name]
     ref = _reference(cls)
