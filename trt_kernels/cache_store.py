@@ -27,6 +27,7 @@ a program-key directory belongs. Where the cache cannot be written, a process sa
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -85,13 +86,19 @@ _OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 
 
 def cache_dir() -> Optional[Path]:
     """The cache directory, or None when ``TRT_KERNELS_CACHE`` turns the cache off."""
-    flag = os.environ.get("TRT_KERNELS_CACHE", "1").strip().lower()
-    if flag in ("0", "false", "off", "no", "disable", "disabled"):
+    env = os.environ
+    return _cache_dir(env.get("TRT_KERNELS_CACHE", "1"), env.get("TRT_KERNELS_CACHE_DIR"), env.get("XDG_CACHE_HOME"),
+                      env.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_dir(flag: str, cache_dir_env: Optional[str], xdg: Optional[str], home: Optional[str]) -> Optional[Path]:
+    # (the Path for given settings, made once: each declaration asks for it several times)
+    if flag.strip().lower() in ("0", "false", "off", "no", "disable", "disabled"):
         return None
-    env = os.environ.get("TRT_KERNELS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if cache_dir_env:
+        return Path(cache_dir_env).expanduser()
+    base = xdg or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "trt_kernels"
 
 

@@ -56,15 +56,18 @@ def _listdir(path: str) -> Tuple[str, ...]:
 
 
 def _dist_info(name: str) -> Optional[str]:
-    """The ``<name>-<version>.dist-info`` directory of distribution ``name`` on ``sys.path`` (the first, as
-    ``importlib.metadata`` finds it), by listing the directories; None if there is none.
+    """The ``<name>-<version>.dist-info`` directory of the NVIDIA wheel ``name`` (``nvidia-cuda-nvrtc``...)
+    on ``sys.path`` (the first, as ``importlib.metadata`` finds it), by listing the ``sys.path``
+    directories that hold an ``nvidia/`` package (where those wheels install their files); None if
+    there is none (then ``importlib.metadata`` is asked).
 
     ``importlib.metadata`` answers the same but costs about 0.6 ms per question in a fresh process
     (it indexes every ``sys.path`` entry and parses the metadata as e-mail headers), three questions
-    per warm start; this is a listing per entry and, for the version, one header line."""
+    per warm start; this is a ``stat`` per entry, a listing per site directory and, for the version,
+    one header line."""
     prefix = name.replace("-", "_").lower() + "-"
     for entry in sys.path:
-        if not isinstance(entry, str):
+        if not isinstance(entry, str) or not os.path.isdir(os.path.join(entry or ".", "nvidia")):
             continue
         for n in _listdir(entry):
             if n.endswith(".dist-info") and n.lower().startswith(prefix):

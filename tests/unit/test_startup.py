@@ -195,13 +195,13 @@ def test_the_distribution_lookup_agrees_with_importlib_metadata():
 
     from trt_kernels import toolchain
 
-    for name in ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "torch", "no-such-distribution-here"):
+    for name in ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-no-such-wheel-here"):
         try:
             want = metadata.version(name)
         except metadata.PackageNotFoundError:
             want = None
         assert toolchain._dist_version(name) == want, name
-    assert toolchain._dist_info("no-such-distribution-here") is None
+    assert toolchain._dist_info("nvidia-no-such-wheel-here") is None
     try:
         dist = metadata.distribution("nvidia-cuda-nvrtc")
     except metadata.PackageNotFoundError:
