@@ -394,7 +394,13 @@ def _register_kernels(d: _Definition, ns: str, name: str, autograd: bool):
     """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd)."""
     lib = torch.library.Library(ns, "FRAGMENT")
     try:
-        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib)
+        # torch records where a fake impl was registered, for its messages, by inspecting the frame
+        # _stacklevel above its own. For a frame in a file `inspect` has not mapped yet (this one, in a
+        # fresh process) `inspect.getmodule` walks every loaded module: ~2 ms on the CPU machine, a fifth
+        # of a warm start's seven declarations. _stacklevel=0 names torch.library's own frame instead (its
+        # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
+        # rather than this one as where the fake impl was registered.
+        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
         lib.impl(name, d.shell, "CUDA")
         lib.impl(name, d.boxed("cpu"), "CPU")
         if autograd:
