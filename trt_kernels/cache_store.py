@@ -380,7 +380,8 @@ class ClearReport(Record):
     errors: List[str] = field(default_factory=list)
 
     def __init__(self, root: Path, entries: int = 0, temporaries: int = 0, directories: int = 0, removed_bytes: int = 0,
-                 kept: int = 0, kept_bytes: int = 0, kept_examples: List[str] = FACTORY, errors: List[str] = FACTORY) -> None:
+                 kept: int = 0, kept_bytes: int = 0, kept_examples: List[str] = FACTORY,
+                 errors: List[str] = FACTORY) -> None:
         self.root = root
         self.entries = entries
         self.temporaries = temporaries

@@ -45,8 +45,9 @@ class KernelImage(Frozen):
     # (Triton's scratch buffers); a size of 0 means the launch passes NULL there
     scratch: Tuple[Tuple[int, int], ...] = ()
 
-    def __init__(self, symbol: str, image: bytes, ptx: bytes, aot_ptx: Optional[bytes], aot_reason: Optional[str] = None,
-                 shared_mem: int = 0, scratch: Tuple[Tuple[int, int], ...] = ()) -> None:
+    def __init__(self, symbol: str, image: bytes, ptx: bytes, aot_ptx: Optional[bytes],
+                 aot_reason: Optional[str] = None, shared_mem: int = 0,
+                 scratch: Tuple[Tuple[int, int], ...] = ()) -> None:
         self.__dict__.update(symbol=symbol, image=image, ptx=ptx, aot_ptx=aot_ptx, aot_reason=aot_reason,
                              shared_mem=shared_mem, scratch=scratch)
 

@@ -104,7 +104,8 @@ class Custom(Frozen):
     block: Tuple[int, ...]
     shared_mem: Union[Expr, int] = 0
 
-    def __init__(self, grid: Tuple[Union[Expr, int], ...], block: Tuple[int, ...], shared_mem: Union[Expr, int] = 0) -> None:
+    def __init__(self, grid: Tuple[Union[Expr, int], ...], block: Tuple[int, ...],
+                 shared_mem: Union[Expr, int] = 0) -> None:
         self.__dict__.update(grid=grid, block=block, shared_mem=shared_mem)
 
 

@@ -99,7 +99,8 @@ def test_an_entry_without_recorded_parameters_is_checked_from_its_ptx(tmp_path, 
     comp = _fresh_cache(tmp_path, monkeypatch)
     prog = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
     (path,) = tmp_path.glob("*/sm_90.bin")
-    header, (ptx, cubin) = cache_store.unpack_payload(cache_store.unframe(path.read_bytes(), comp._MAGIC), "ptx", "cubin")
+    payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
+    header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
     assert header.pop("entry_params") == {"my_sigmoid": [["u64", 8], ["u32", 4], ["u64", 8]]}
     path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
     comp._MEMO.clear()

@@ -21,8 +21,8 @@ import pytest
 from trt_kernels._record import FACTORY, Frozen, Record
 
 # what a fresh `import trt_kernels` loads, and the modules a first call loads (the plan, the launch)
-_LOADED = subprocess.run([sys.executable, "-c", "import sys, trt_kernels; print(' '.join(sorted(m for m in sys.modules "
-                          "if m.startswith('trt_kernels'))))"], capture_output=True, text=True, check=True).stdout.split()
+_LIST = "import sys, trt_kernels; print(' '.join(m for m in sys.modules if m.startswith('trt_kernels')))"
+_LOADED = subprocess.run([sys.executable, "-c", _LIST], capture_output=True, text=True, check=True).stdout.split()
 MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.launch"})
 
 
@@ -41,8 +41,11 @@ RECORDS = _records()
 
 def test_the_package_defines_its_dataclasses_as_records():
     assert "trt_kernels.spec" in MODULES and len(RECORDS) >= 20, sorted(RECORDS)
-    generated = {n: [m for m, f in vars(c).items() if getattr(getattr(f, "__code__", None), "co_filename", "") == "<string>"]
-                 for n, c in RECORDS.items()}
+    def generated(cls):
+        return [m for m, f in vars(cls).items()
+                if getattr(getattr(f, "__code__", None), "co_filename", "") == "<string>"]
+
+    generated = {n: generated(c) for n, c in RECORDS.items()}
     assert {n: ms for n, ms in generated.items() if ms} == {}
 
 
@@ -70,7 +73,8 @@ def test_a_record_behaves_as_its_dataclass(name):
     ref = _reference(cls)
 
     def params(c):
-        return [(p.name, p.kind, repr(p.default), p.annotation) for p in inspect.signature(c.__init__).parameters.values()]
+        return [(p.name, p.kind, repr(p.default), p.annotation)
+                for p in inspect.signature(c.__init__).parameters.values()]
 
     assert params(cls) == params(ref)
     assert FACTORY is not None and repr(FACTORY) == "<factory>"

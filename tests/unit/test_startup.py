@@ -208,3 +208,18 @@ def test_the_distribution_lookup_agrees_with_importlib_metadata():
         pytest.skip("nvidia-cuda-nvrtc is not installed")
     libs = [str(dist.locate_file(f)) for f in dist.files or () if toolchain._is_nvrtc_library(str(f))]
     assert toolchain._pip_library() == next((p for p in libs if os.path.isfile(p)), None)
+
+
+def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(tmp_path):
+    """README's `python benchmarks/startup.py` (one run each): the table, the goal row, and a warm start
+    that loads no NVRTC, looks up no headers, initialises no CUDA and starts no process."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--runs", "1"], env=env,
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in ln.strip("|").split("|")]
+                                              for ln in r.stdout.splitlines() if ln.startswith("| "))}
+    assert "import + declare (goal<=15)" in rows
+    for flag in ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "process started"):
+        assert rows[flag][0] == "no", (flag, rows[flag])
+    assert rows["NVRTC loaded by trt_kernels"][1] == "yes"  # the cold run compiles
