@@ -9,8 +9,12 @@ Each run is a new Python process that times, in order:
   other 6 first launches GPU only: the first call of each remaining op
 and reports what the process loaded: NVRTC (cuda.bindings.nvrtc imported, or libnvrtc mapped
 in /proc/self/maps where torch had not mapped it already), whether CUDA header
-directories were looked up, whether CUDA was initialised during declaration, and whether
-sympy / tensorrt / torch_tensorrt were imported.
+directories were looked up, whether CUDA was initialised during declaration, whether
+importing and declaring started a process (a compiler run: an audit hook sees every
+subprocess / exec / fork), and whether sympy / tensorrt / torch_tensorrt were imported.
+
+Goal (warm): ``import trt_kernels`` plus declaring the seven ops at most 15 ms beyond
+``import torch``.
 
 "warm": the cache already holds every kernel (one unmeasured priming run fills it, and
 writes Python bytecode caches, as an installed package has them);
@@ -40,6 +44,9 @@ _CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 import torch
+started = []  # processes started from here on (a C compiler, a probe): import and declarations start none
+sys.addaudithook(lambda ev, args: started.append(ev) if ev in (
+    "subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork") else None)
 t1 = time.perf_counter()
 with open("/proc/self/maps") as f:
     by_torch = "libnvrtc" in f.read()  # torch's CUDA builds may map libnvrtc themselves
@@ -76,6 +83,7 @@ res = {
     "NVRTC loaded by trt_kernels": nvrtc_mapped(),
     "headers looked up": headers_looked_up(),
     "CUDA initialised": torch.cuda.is_initialized(),
+    "process started": bool(started),
     "sympy imported": "sympy" in sys.modules,
     "tensorrt imported": "tensorrt" in sys.modules,
     "torch_tensorrt imported": "torch_tensorrt" in sys.modules,
@@ -100,8 +108,9 @@ print("STARTUP " + json.dumps(res))
 """
 
 TIMES = ("import torch", "import trt_kernels", "declare 7 seed ops", "first launch", "other 6 first launches")
-FLAGS = ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "sympy imported", "tensorrt imported",
-         "torch_tensorrt imported", "NVRTC loaded by us after launches")
+FLAGS = ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "process started", "sympy imported",
+         "tensorrt imported", "torch_tensorrt imported", "NVRTC loaded by us after launches")
+GOAL_MS = 15.0  # warm import + declare
 
 
 def run_child(env) -> dict:
@@ -183,7 +192,7 @@ def main() -> None:
         cells = [f"{d[k][0]:7.1f} ({d[k][1]:.1f}-{d[k][2]:.1f})" for d in (w, c)]
         print(f"| {k:28s} | {cells[0]:>24s} | {cells[1]:>24s} |")
     tot = [d["import trt_kernels"][0] + d["declare 7 seed ops"][0] for d in (w, c)]
-    print(f"| {'import + declare (goal<=40)':28s} | {tot[0]:24.1f} | {tot[1]:24.1f} |")
+    print(f"| {f'import + declare (goal<={GOAL_MS:g})':28s} | {tot[0]:24.1f} | {tot[1]:24.1f} |")
     for k in FLAGS:
         if k in w:
             print(f"| {k:28s} | {w[k]:>24s} | {c[k]:>24s} |")

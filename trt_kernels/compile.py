@@ -33,12 +33,11 @@ import hashlib
 import json
 import logging
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
+from ._record import Frozen, record
 from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError
 from .kernel_source import ptx_isa
@@ -47,11 +46,10 @@ from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 _LOG = logging.getLogger("trt_kernels")
 _FORMAT = 3  # 3: the store checksums whole entries (2: <key>/<arch>.bin, a checksum of PTX + CUBIN only)
 _MAGIC = NVRTC_MAGIC
-_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
-@dataclass(frozen=True)
-class CompiledProgram:
+@record
+class CompiledProgram(Frozen):
     """What NVRTC made of one source for one arch."""
 
     ptx: bytes
@@ -63,6 +61,20 @@ class CompiledProgram:
     key: str  # the program key (the cache directory's name)
     from_cache: bool
     toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.toolchain)
+    # symbol -> its .entry parameters in the PTX, as trt_kernels.abi.ptx_params read them when it was compiled
+    # (recorded in the cache entry, so a declaration served from the cache checks the ABI without parsing
+    # the PTX); None: not recorded (an entry written before they were), read from the PTX when needed
+    entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None
+
+    def __init__(self, ptx: bytes, cubin: bytes, lowered: Dict[str, str], arch: str, nvrtc_version: Tuple[int, int],
+                 log: str, key: str, from_cache: bool, toolchain: str = "",
+                 entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None) -> None:
+        self.__dict__.update(ptx=ptx, cubin=cubin, lowered=lowered, arch=arch, nvrtc_version=nvrtc_version, log=log,
+                             key=key, from_cache=from_cache, toolchain=toolchain, entry_params=entry_params)
+
+    def params_of(self, symbol: str) -> Optional[Tuple[Tuple[str, int], ...]]:
+        """The ``.entry`` parameters of ``symbol`` as recorded when compiled; None if not recorded."""
+        return self.entry_params.get(symbol) if self.entry_params is not None else None
 
     @property
     def ptx_isa(self) -> Optional[Tuple[int, int]]:
@@ -107,10 +119,15 @@ def normalize_arch(arch) -> str:
     s = str(arch).strip()
     if s.isdigit():
         return f"sm_{s}"
-    m = _ARCH.match(s)
-    if not m:
-        raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
-    return f"sm_{m.group(2)}{m.group(3)}"
+    for prefix in ("sm_", "compute_"):  # (sm|compute)_<digits>[a|f], read without a regular expression
+        if s.startswith(prefix):
+            num = s[len(prefix):]
+            suffix = num[-1:] if num.endswith(("a", "f")) else ""
+            digits = num[: len(num) - len(suffix)]
+            if digits.isascii() and digits.isdigit():
+                return f"sm_{digits}{suffix}"
+            break
+    raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
 
 
 def env_arch() -> Optional[str]:
@@ -156,8 +173,12 @@ def program_key(source: str, names: Sequence[str], options: Sequence[str], std: 
 
 def _encode(prog: CompiledProgram) -> bytes:
     """The payload of an entry (the store frames and checksums it)."""
-    return pack_payload({"lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
-                         "key": prog.key, "toolchain": prog.toolchain, "format": _FORMAT}, ptx=prog.ptx, cubin=prog.cubin)
+    header = {"lowered": prog.lowered, "arch": prog.arch, "nvrtc": list(prog.nvrtc_version), "log": prog.log,
+              "key": prog.key, "toolchain": prog.toolchain, "format": _FORMAT}
+    if prog.entry_params is not None:
+        header["entry_params"] = {sym: [list(p) for p in ps] if ps is not None else None
+                                  for sym, ps in prog.entry_params.items()}
+    return pack_payload(header, ptx=prog.ptx, cubin=prog.cubin)
 
 
 def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
@@ -171,7 +192,24 @@ def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledP
         raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
     return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
                            nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True,
-                           toolchain=toolchain_id)
+                           toolchain=toolchain_id, entry_params=_decode_params(header.get("entry_params")))
+
+
+def _decode_params(recorded) -> Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]]:
+    """An entry's recorded ``.entry`` parameters; None when absent or not in the shape written (the PTX is
+    read instead)."""
+    if not isinstance(recorded, dict):
+        return None
+    out: Dict[str, Optional[Tuple[Tuple[str, int], ...]]] = {}
+    for sym, ps in recorded.items():
+        if ps is None:
+            out[sym] = None
+        elif isinstance(ps, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                          and type(p[1]) is int for p in ps):
+            out[sym] = tuple((t, b) for t, b in ps)
+        else:
+            return None
+    return out
 
 
 # ---------------- compile ----------------
@@ -327,5 +365,10 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
         cubin = _nvrtc_output(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "CUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return CompiledProgram(ptx=ptx.rstrip(b"\x00"), cubin=cubin, lowered=lowered, arch=arch,
-                           nvrtc_version=version, log=log, key=key, from_cache=False, toolchain=toolchain_id)
+    from .abi import ptx_params
+
+    ptx = ptx.rstrip(b"\x00")
+    found = {sym: ptx_params(ptx, sym) for sym in lowered.values()}
+    params = {sym: tuple(ps) if ps is not None else None for sym, ps in found.items()}
+    return CompiledProgram(ptx=ptx, cubin=cubin, lowered=lowered, arch=arch, nvrtc_version=version, log=log, key=key,
+                           from_cache=False, toolchain=toolchain_id, entry_params=params)

@@ -120,7 +120,7 @@ class CudaSource(KernelSource):
         for d, n in zip(self.sig.kernel_dtypes, self.names):
             symbol = prog.lowered[n]
             if check_abi and self.sig.has_outputs:  # without outputs the declaration does not say what it takes
-                _abi.check_abi(self.op_name, n, symbol, prog.ptx, self.sig.params(d))
+                _abi.check_abi(self.op_name, n, symbol, prog.ptx, self.sig.params(d), found=prog.params_of(symbol))
             kernels[(d, 0)] = KernelImage(symbol=symbol, image=prog.cubin, ptx=prog.ptx, aot_ptx=prog.ptx)
         path = cache_entry_path(prog.key, prog.arch)
         nv = ".".join(map(str, prog.nvrtc_version))

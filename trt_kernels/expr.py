@@ -17,12 +17,14 @@ impl, TensorRT shape expressions for the plugin. Each is a small
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
+from ._record import Frozen, record
 
-class Expr:
-    """Base of every expression node; gives the arithmetic operators."""
+
+class Expr(Frozen):
+    """Base of every expression node (each a frozen record, :mod:`trt_kernels._record`); gives the
+    arithmetic operators."""
 
     __slots__ = ()
 
@@ -54,15 +56,20 @@ class Expr:
 ExprLike = Union[Expr, int]
 
 
-@dataclass(frozen=True)
+@record
 class Const(Expr):
+    """A constant."""
+
     value: int
+
+    def __init__(self, value: int) -> None:
+        self.__dict__.update(value=value)
 
     def __str__(self) -> str:
         return str(self.value)
 
 
-@dataclass(frozen=True)
+@record
 class Numel(Expr):
     """``inputs[input_name].numel()``; as an extra, passed to the kernel as a C ``int``.
 
@@ -71,22 +78,28 @@ class Numel(Expr):
 
     input_name: Union[str, int]
 
+    def __init__(self, input_name: Union[str, int]) -> None:
+        self.__dict__.update(input_name=input_name)
+
     def __str__(self) -> str:
         return f"Numel({self.input_name!r})"
 
 
-@dataclass(frozen=True)
+@record
 class DimSize(Expr):
     """``inputs[input_name].shape[axis]`` (negative axes allowed)."""
 
     input_name: Union[str, int]
     axis: int
 
+    def __init__(self, input_name: Union[str, int], axis: int) -> None:
+        self.__dict__.update(input_name=input_name, axis=axis)
+
     def __str__(self) -> str:
         return f"DimSize({self.input_name!r}, {self.axis})"
 
 
-@dataclass(frozen=True)
+@record
 class Scalar(Expr):
     """The value of an ``int`` scalar input, ``Scalar("k")``, or one element of an int tuple input,
     ``Scalar("pads")[0]``: in an output shape, an extra or the geometry, it is the call's value
@@ -94,6 +107,9 @@ class Scalar(Expr):
 
     input_name: str
     index: Optional[int] = None
+
+    def __init__(self, input_name: str, index: Optional[int] = None) -> None:
+        self.__dict__.update(input_name=input_name, index=index)
 
     def __getitem__(self, index: int) -> "Scalar":
         if self.index is not None:
@@ -109,11 +125,16 @@ class Scalar(Expr):
         return f"Scalar({self.input_name!r})" + ("" if self.index is None else f"[{self.index}]")
 
 
-@dataclass(frozen=True)
+@record
 class BinOp(Expr):
+    """``lhs <op> rhs``; ``op`` is one of add sub mul floordiv cdiv max min."""
+
     op: str  # add sub mul floordiv cdiv max min
     lhs: Expr
     rhs: Expr
+
+    def __init__(self, op: str, lhs: Expr, rhs: Expr) -> None:
+        self.__dict__.update(op=op, lhs=lhs, rhs=rhs)
 
     def __str__(self) -> str:
         sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(self.op)
@@ -125,26 +146,34 @@ class BinOp(Expr):
 # ----- resolved leaves (what evaluators see) -----
 
 
-@dataclass(frozen=True)
+@record
 class Dim(Expr):
     """Size of axis ``axis`` (>= 0) of tensor input number ``tensor``."""
 
     tensor: int
     axis: int
 
+    def __init__(self, tensor: int, axis: int) -> None:
+        self.__dict__.update(tensor=tensor, axis=axis)
+
     def __str__(self) -> str:
         return f"in{self.tensor}.shape[{self.axis}]"
 
 
-@dataclass(frozen=True)
+@record
 class NumelOf(Expr):
+    """``numel()`` of tensor input number ``tensor``."""
+
     tensor: int
+
+    def __init__(self, tensor: int) -> None:
+        self.__dict__.update(tensor=tensor)
 
     def __str__(self) -> str:
         return f"in{self.tensor}.numel()"
 
 
-@dataclass(frozen=True)
+@record
 class ScalarOf(Expr):
     """The value of scalar input number ``scalar`` (among the scalar inputs), or its element ``index``
     (>= 0) for a tuple input; ``name`` is the input's, for messages."""
@@ -152,6 +181,9 @@ class ScalarOf(Expr):
     scalar: int
     index: Optional[int]
     name: str
+
+    def __init__(self, scalar: int, index: Optional[int], name: str) -> None:
+        self.__dict__.update(scalar=scalar, index=index, name=name)
 
     def __str__(self) -> str:
         return self.name + ("" if self.index is None else f"[{self.index}]")

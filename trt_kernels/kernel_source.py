@@ -13,12 +13,16 @@ the command line read a ``Binary`` and never ask which source made it.
 from __future__ import annotations
 
 import re
+from dataclasses import field
 from types import MappingProxyType
-from typing import Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import torch
 
+from ._record import FACTORY, Frozen, record
+
 Version = Tuple[int, int]
+_NO_DETAILS: Mapping[str, object] = MappingProxyType({})
 
 
 def ptx_isa(ptx: bytes) -> Optional[Version]:
@@ -27,7 +31,8 @@ def ptx_isa(ptx: bytes) -> Optional[Version]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-class KernelImage(NamedTuple):
+@record
+class KernelImage(Frozen):
     """One launchable kernel: the code for one dtype (and, for sources with per-tactic code, one tactic)."""
 
     symbol: str  # the entry's name in the PTX / CUBIN
@@ -40,6 +45,12 @@ class KernelImage(NamedTuple):
     # (Triton's scratch buffers); a size of 0 means the launch passes NULL there
     scratch: Tuple[Tuple[int, int], ...] = ()
 
+    def __init__(self, symbol: str, image: bytes, ptx: bytes, aot_ptx: Optional[bytes],
+                 aot_reason: Optional[str] = None, shared_mem: int = 0,
+                 scratch: Tuple[Tuple[int, int], ...] = ()) -> None:
+        self.__dict__.update(symbol=symbol, image=image, ptx=ptx, aot_ptx=aot_ptx, aot_reason=aot_reason,
+                             shared_mem=shared_mem, scratch=scratch)
+
     @property
     def needs_scratch(self) -> bool:
         return any(size > 0 for size, _ in self.scratch)
@@ -50,7 +61,8 @@ class KernelImage(NamedTuple):
         return ptx_isa(self.ptx)
 
 
-class Binary(NamedTuple):
+@record
+class Binary(Frozen):
     """What a source built for one arch (``arch`` None: code any device loads, e.g. PTX text)."""
 
     arch: Optional[str]
@@ -59,7 +71,14 @@ class Binary(NamedTuple):
     from_cache: bool = False  # every part was read from the disk cache
     entries: Tuple[str, ...] = ()  # the disk cache entries holding it
     log: str = ""  # the compiler's messages
-    details: Mapping[str, object] = MappingProxyType({})  # source-specific facts for reports (JSON-able)
+    # source-specific facts for reports (JSON-able)
+    details: Mapping[str, object] = field(default_factory=lambda: _NO_DETAILS)
+
+    def __init__(self, arch: Optional[str], kernels: Dict[Tuple[torch.dtype, int], KernelImage], toolchain: str,
+                 from_cache: bool = False, entries: Tuple[str, ...] = (), log: str = "",
+                 details: Mapping[str, object] = FACTORY) -> None:
+        self.__dict__.update(arch=arch, kernels=kernels, toolchain=toolchain, from_cache=from_cache, entries=entries,
+                             log=log, details=_NO_DETAILS if details is FACTORY else details)
 
     def kernel(self, dtype: torch.dtype, tactic: int = 1) -> KernelImage:
         k = self.kernels.get((dtype, 0))

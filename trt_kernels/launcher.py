@@ -26,9 +26,10 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from ._record import Frozen, record
 
 _LOG = logging.getLogger("trt_kernels")
 
@@ -40,8 +41,8 @@ CUDA_VERSION_ASKED = 12000  # the cuLaunchKernel ABI asked of cuGetProcAddress (
 BUILD_TIMEOUT_S = 300
 
 
-@dataclass(frozen=True)
-class Launcher:
+@record
+class Launcher(Frozen):
     """The outcome of preparing the compiled launcher: ``kind`` is ``"compiled"`` (``launch`` is the
     C function) or ``"python"`` (cuda.bindings' ``cuLaunchKernel``); ``reason`` says why."""
 
@@ -51,6 +52,10 @@ class Launcher:
     launch: Optional[Callable[..., int]] = None
     max_params: int = 0
     module: Any = None
+
+    def __init__(self, kind: str, reason: str, path: Optional[str] = None, launch: Optional[Callable[..., int]] = None,
+                 max_params: int = 0, module: Any = None) -> None:
+        self.__dict__.update(kind=kind, reason=reason, path=path, launch=launch, max_params=max_params, module=module)
 
 
 _LOCK = threading.Lock()

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
 
+from ._record import FACTORY, Frozen, record, record_repr
 from .compile import default_arch, env_arch, normalize_arch
 from .errors import NoCudaDeviceError, PtxVersionError
 from .expr import Const, Expr, binop
 from .kernel_source import Binary, KernelImage, KernelSource
 from .launch import LoadedKernel, ParamPack, driver_version
 from .limits import STATIC_SHARED_MEM
-from .plan import LaunchPlan, build_plan
 from .signature import Signature, scalar_len, scalar_type
+
+if TYPE_CHECKING:  # trt_kernels.plan is imported at the first plan (a call or a trace), not at declaration
+    from .plan import LaunchPlan
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
 #: parameters and any compile error do not depend on it, and Hopper accepts every feature an
@@ -41,9 +44,15 @@ class Aot(enum.Enum):
     JIT = "JIT"  # TensorRT calls the plugin's Python impl at run time
 
 
-class AotDecision(NamedTuple):
+@record
+class AotDecision(Frozen):
+    """How TensorRT runs the op's plugin, and why."""
+
     mode: Aot
     why: str
+
+    def __init__(self, mode: Aot, why: str) -> None:
+        self.__dict__.update(mode=mode, why=why)
 
     @property
     def aot(self) -> bool:
@@ -64,9 +73,9 @@ class TensorRTSide:
         return f"TensorRTSide(plugin={self.plugin!r}, converter={self.converter!r}, aot={self.aot!r})"
 
 
-@dataclass(eq=False)
+@record
 class KernelOp:
-    """Everything trt_kernels knows about one registered op."""
+    """Everything trt_kernels knows about one registered op (compared and hashed by identity)."""
 
     sig: Signature
     source: KernelSource
@@ -92,6 +101,38 @@ class KernelOp:
     _packs: Dict[Tuple, ParamPack] = field(default_factory=dict)
     _meta: Dict[Tuple[int, ...], list] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __init__(self, sig: Signature, source: KernelSource, meta_fn: Optional[Callable[..., Any]] = None,
+                 eager_fn: Optional[Callable[..., Any]] = None, aot_fn: Optional[Callable[..., Any]] = None,
+                 backward: Optional[Callable[..., Any]] = None, setup_context: Optional[Callable[..., Any]] = None,
+                 supports_dynamic_shapes: bool = True, options: Dict[str, Any] = FACTORY, schema: str = "",
+                 defaults: Tuple[Any, ...] = (), library: Any = None, cuda_impl: Any = None,
+                 tensorrt: TensorRTSide = FACTORY, _binaries: Dict[Optional[str], Binary] = FACTORY,
+                 _plans: Dict[Tuple, LaunchPlan] = FACTORY, _loaded: Dict[Tuple, LoadedKernel] = FACTORY,
+                 _packs: Dict[Tuple, ParamPack] = FACTORY, _meta: Dict[Tuple[int, ...], list] = FACTORY,
+                 _lock: threading.Lock = FACTORY) -> None:
+        self.sig = sig
+        self.source = source
+        self.meta_fn = meta_fn
+        self.eager_fn = eager_fn
+        self.aot_fn = aot_fn
+        self.backward = backward
+        self.setup_context = setup_context
+        self.supports_dynamic_shapes = supports_dynamic_shapes
+        self.options = {} if options is FACTORY else options
+        self.schema = schema
+        self.defaults = defaults
+        self.library = library
+        self.cuda_impl = cuda_impl
+        self.tensorrt = TensorRTSide() if tensorrt is FACTORY else tensorrt
+        self._binaries = {} if _binaries is FACTORY else _binaries
+        self._plans = {} if _plans is FACTORY else _plans
+        self._loaded = {} if _loaded is FACTORY else _loaded
+        self._packs = {} if _packs is FACTORY else _packs
+        self._meta = {} if _meta is FACTORY else _meta
+        self._lock = threading.Lock() if _lock is FACTORY else _lock
+
+    __repr__ = record_repr
 
     # ----- identity -----
     @property
@@ -218,6 +259,8 @@ class KernelOp:
         key = (tuple(ranks), tactic, arch)
         p = self._plans.get(key)
         if p is None:
+            from .plan import build_plan
+
             p = build_plan(self.sig, ranks, tactic)
             if arch is not None:
                 need = max(self.image(d, p.tactic, arch).shared_mem for d in self.dtypes)

@@ -10,28 +10,34 @@ evaluations of the same plan (see :mod:`trt_kernels.expr`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
 import torch
 
+from ._record import Frozen, record
 from .errors import InputError
 from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, product, resolve
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import Signature
 
 
-@dataclass(frozen=True)
-class OutputPlan:
+@record
+class OutputPlan(Frozen):
+    """One output of a plan: shape and element count as resolved expressions, and where its dtype comes from."""
+
     shape: Tuple[Expr, ...]
     numel: Expr
     like: Optional[int]  # tensor input whose shape this output has exactly (SameAs)
     dtype_src: Optional[int]  # tensor input whose dtype this output takes
     dtype: Optional[torch.dtype]  # fixed dtype
 
+    def __init__(self, shape: Tuple[Expr, ...], numel: Expr, like: Optional[int], dtype_src: Optional[int],
+                 dtype: Optional[torch.dtype]) -> None:
+        self.__dict__.update(shape=shape, numel=numel, like=like, dtype_src=dtype_src, dtype=dtype)
 
-@dataclass(frozen=True)
-class CheckPlan:
+
+@record
+class CheckPlan(Frozen):
     """A declared size relation at the plan's ranks: every ``(a, b)`` of ``pairs`` must be equal."""
 
     index: int  # position in the spec's checks
@@ -41,9 +47,15 @@ class CheckPlan:
     texts: Tuple[str, ...]  # each operand as declared
     pairs: Tuple[Tuple[Expr, Expr], ...]
 
+    def __init__(self, index: int, label: str, kind: str, tensors: Tuple[int, ...], texts: Tuple[str, ...],
+                 pairs: Tuple[Tuple[Expr, Expr], ...]) -> None:
+        self.__dict__.update(index=index, label=label, kind=kind, tensors=tensors, texts=texts, pairs=pairs)
 
-@dataclass(frozen=True)
-class LaunchPlan:
+
+@record
+class LaunchPlan(Frozen):
+    """One launch of an op at given input ranks and tactic, in resolved size expressions."""
+
     op_name: str
     ranks: Tuple[int, ...]
     tactic: int
@@ -53,6 +65,12 @@ class LaunchPlan:
     shared_mem: Expr
     extras: Tuple[Expr, ...]
     checks: Tuple[CheckPlan, ...] = ()
+
+    def __init__(self, op_name: str, ranks: Tuple[int, ...], tactic: int, outputs: Tuple[OutputPlan, ...],
+                 grid: Tuple[Expr, Expr, Expr], block: Tuple[int, int, int], shared_mem: Expr,
+                 extras: Tuple[Expr, ...], checks: Tuple[CheckPlan, ...] = ()) -> None:
+        self.__dict__.update(op_name=op_name, ranks=ranks, tactic=tactic, outputs=outputs, grid=grid, block=block,
+                             shared_mem=shared_mem, extras=extras, checks=checks)
 
     def describe(self) -> str:
         outs = ", ".join("(" + ", ".join(map(str, o.shape)) + ")" for o in self.outputs)
@@ -189,14 +207,18 @@ def render(e: Expr, names: Sequence[str]) -> str:
     return str(e)
 
 
-@dataclass(frozen=True)
-class Sizes:
+@record
+class Sizes(Frozen):
     """A plan evaluated at concrete input shapes, every value checked."""
 
     outputs: Tuple[Tuple[int, ...], ...]
     grid: Tuple[int, int, int]
     shared_mem: int
     extras: Tuple[int, ...]
+
+    def __init__(self, outputs: Tuple[Tuple[int, ...], ...], grid: Tuple[int, int, int], shared_mem: int,
+                 extras: Tuple[int, ...]) -> None:
+        self.__dict__.update(outputs=outputs, grid=grid, shared_mem=shared_mem, extras=extras)
 
 
 def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[str], scalars: Sequence = (),

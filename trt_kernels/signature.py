@@ -5,30 +5,35 @@ extras, geometry, dtypes) and resolves it into a ``Signature``: input positions,
 indices instead of names, output dtype rules, size expressions with their leaves resolved
 to tensor indices, one launch geometry per tactic, and the kernel's parameter list (the
 ABI). The plan, the ABI check, the fake impl, the fast path, the TensorRT plugin and the
-CLI read it and never look names up again. (These records are ``NamedTuple``s, not frozen
-dataclasses: a frozen dataclass costs about half a millisecond of every ``import trt_kernels`` to
-generate its methods, a ``NamedTuple`` a fifth of that.) Where the kernel's *code* comes from (CUDA C++,
-PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
+CLI read it and never look names up again. (These are frozen records, :mod:`trt_kernels._record`:
+a ``@dataclass(frozen=True)`` cost about 0.4 ms of every ``import trt_kernels`` to generate its methods, a
+``NamedTuple`` with string annotations about 0.3 ms, a record about 0.03 ms.) Where the kernel's *code* comes from
+(CUDA C++, PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from . import dtypes as _dt
+from ._record import Frozen, record
 from .expr import Const, Expr
 from .spec import InputDecl, ScalarInput
 
 
-class Param(NamedTuple):
+@record
+class Param(Frozen):
     """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
 
     kind: str
     size: int
     code: str  # struct format code used to pack it
     label: str  # how the declaration describes it, for messages
+
+    def __init__(self, kind: str, size: int, code: str, label: str) -> None:
+        self.__dict__.update(kind=kind, size=size, code=code, label=label)
 
 
 #: scalar input type -> (kind, bytes, struct code, C type, schema type)
@@ -91,7 +96,8 @@ def scalar_items(d: ScalarInput, value: Any) -> List[Any]:
     return [value] if scalar_len(d) is None else list(value)
 
 
-class OutputSig(NamedTuple):
+@record
+class OutputSig(Frozen):
     """One output, resolved. ``kind``: ``like`` (the shape of tensor input ``tensor``), ``reduce``
     (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``) or ``exprs`` (``exprs``,
     size expressions over the inputs). dtype: ``dtype`` if fixed, else that of tensor input ``dtype_src``."""
@@ -105,8 +111,15 @@ class OutputSig(NamedTuple):
     dtype: Optional[torch.dtype] = None
     dtype_src: Optional[int] = None
 
+    def __init__(self, name: str, kind: str, tensor: int, dims: Tuple[int, ...] = (), keepdim: bool = False,
+                 exprs: Tuple[Expr, ...] = (), dtype: Optional[torch.dtype] = None,
+                 dtype_src: Optional[int] = None) -> None:
+        self.__dict__.update(name=name, kind=kind, tensor=tensor, dims=dims, keepdim=keepdim, exprs=exprs, dtype=dtype,
+                             dtype_src=dtype_src)
 
-class CheckSig(NamedTuple):
+
+@record
+class CheckSig(Frozen):
     """A size relation between inputs, resolved. ``kind``: ``shape`` (tensor inputs ``tensors`` have equal
     shapes) or ``dims`` (the size expressions ``exprs``, leaves resolved, are equal); ``label``: as
     declared (``SameDim(('x', -1), ('w', 0))``), ``texts``: each operand as declared, for messages."""
@@ -117,8 +130,13 @@ class CheckSig(NamedTuple):
     exprs: Tuple[Expr, ...] = ()
     texts: Tuple[str, ...] = ()
 
+    def __init__(self, label: str, kind: str, tensors: Tuple[int, ...] = (), exprs: Tuple[Expr, ...] = (),
+                 texts: Tuple[str, ...] = ()) -> None:
+        self.__dict__.update(label=label, kind=kind, tensors=tensors, exprs=exprs, texts=texts)
 
-class LaunchSig(NamedTuple):
+
+@record
+class LaunchSig(Frozen):
     """The launch geometry of one tactic. ``kind``: ``flat`` / ``nd`` (one thread per element of
     output 0), ``reduce`` (one block per element of output 0) or ``custom`` (``grid`` and
     ``shared_mem`` as resolved size expressions)."""
@@ -129,8 +147,13 @@ class LaunchSig(NamedTuple):
     shared_mem: Expr = Const(0)
     reduce_dims: Tuple[int, ...] = ()
 
+    def __init__(self, kind: str, block: Tuple[int, ...], grid: Tuple[Expr, ...] = (), shared_mem: Expr = Const(0),
+                 reduce_dims: Tuple[int, ...] = ()) -> None:
+        self.__dict__.update(kind=kind, block=block, grid=grid, shared_mem=shared_mem, reduce_dims=reduce_dims)
 
-class Signature(NamedTuple):
+
+@record
+class Signature(Frozen):
     """A validated declaration: what the kernel takes and how it is launched, by position.
 
     Size expressions (``extras``, ``OutputSig.exprs``, ``LaunchSig.grid``/``shared_mem``) have their
@@ -155,6 +178,17 @@ class Signature(NamedTuple):
     launches: Tuple[LaunchSig, ...]  # one per tactic; empty: eager_fn (and aot_fn) launch
     type_params: Tuple[str, ...] = ("T",)  # the template's type parameters; kernel_dtypes are tuples when > 1
     checks: Tuple[CheckSig, ...] = ()  # size relations between inputs
+
+    def __init__(self, op_name: str, namespace: str, name: str, inputs: Tuple[Union[InputDecl, ScalarInput], ...],
+                 arg_kinds: Tuple[str, ...], tensor_pos: Tuple[int, ...], tensor_decls: Tuple[InputDecl, ...],
+                 scalar_decls: Tuple[ScalarInput, ...], kernel_dtypes: Tuple[Any, ...],
+                 outputs: Tuple[OutputSig, ...], extras: Tuple[Expr, ...], extra_labels: Tuple[str, ...],
+                 launches: Tuple[LaunchSig, ...], type_params: Tuple[str, ...] = ("T",),
+                 checks: Tuple[CheckSig, ...] = ()) -> None:
+        self.__dict__.update(op_name=op_name, namespace=namespace, name=name, inputs=inputs, arg_kinds=arg_kinds,
+                             tensor_pos=tensor_pos, tensor_decls=tensor_decls, scalar_decls=scalar_decls,
+                             kernel_dtypes=kernel_dtypes, outputs=outputs, extras=extras, extra_labels=extra_labels,
+                             launches=launches, type_params=type_params, checks=checks)
 
     @property
     def tensor_names(self) -> Tuple[str, ...]:

@@ -5,22 +5,26 @@ user's spec ports by changing the import. Extensions are additive: shapes
 and extras may be arbitrary size expressions (``Numel("x") * 2``), kernels
 may be templates over several dtypes, ``Custom`` geometry is expressed in
 the same expressions so that eager, fake and TensorRT evaluate one plan.
+
+Each class is a dataclass (``dataclasses.fields`` / ``replace`` work) whose methods are
+written out here rather than generated at import (:mod:`trt_kernels._record`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
+from ._record import FACTORY, Frozen, Record, record
 from .expr import Expr
 
 # ---------- output shape relations ----------
 
 
-@dataclass(frozen=True)
-class SameAs:
+@record
+class SameAs(Frozen):
     """Output has the shape (and, unless told otherwise, the dtype) of a tensor input.
 
     ``input_idx``: the input's name, or its position among the *tensor* inputs.
@@ -28,14 +32,20 @@ class SameAs:
 
     input_idx: Union[int, str] = 0
 
+    def __init__(self, input_idx: Union[int, str] = 0) -> None:
+        self.__dict__.update(input_idx=input_idx)
 
-@dataclass(frozen=True)
-class ReduceDims:
+
+@record
+class ReduceDims(Frozen):
     """Output is the referenced tensor input with ``dims`` removed (kept as 1 if ``keepdim``)."""
 
     input_idx: Union[int, str]
     dims: Tuple[int, ...]
     keepdim: bool = False
+
+    def __init__(self, input_idx: Union[int, str], dims: Tuple[int, ...], keepdim: bool = False) -> None:
+        self.__dict__.update(input_idx=input_idx, dims=dims, keepdim=keepdim)
 
 
 ShapeRel = Union[SameAs, ReduceDims, Tuple[Union[Expr, int], ...]]
@@ -43,8 +53,8 @@ ShapeRel = Union[SameAs, ReduceDims, Tuple[Union[Expr, int], ...]]
 # ---------- launch geometry ----------
 
 
-@dataclass(frozen=True)
-class Elementwise:
+@record
+class Elementwise(Frozen):
     """One thread per output element (output 0).
 
     ``layout="flat"``: ``block=(bx,)``, ``grid=(cdiv(numel(out), bx),)``.
@@ -60,9 +70,13 @@ class Elementwise:
     layout: Literal["flat", "nd"] = "flat"
     tactics: Tuple[Tuple[int, ...], ...] = ()
 
+    def __init__(self, block: Tuple[int, ...] = (256,), layout: Literal["flat", "nd"] = "flat",
+                 tactics: Tuple[Tuple[int, ...], ...] = ()) -> None:
+        self.__dict__.update(block=block, layout=layout, tactics=tactics)
 
-@dataclass(frozen=True)
-class Reduction:
+
+@record
+class Reduction(Frozen):
     """One block per element of output 0; the block's threads cooperate across ``reduce_dims``
     (axes of the *input*). Grid = ``numel(output 0)``, block = ``block_size``.
 
@@ -74,9 +88,12 @@ class Reduction:
     block_size: int = 256
     tactics: Tuple[int, ...] = ()
 
+    def __init__(self, reduce_dims: Tuple[int, ...], block_size: int = 256, tactics: Tuple[int, ...] = ()) -> None:
+        self.__dict__.update(reduce_dims=reduce_dims, block_size=block_size, tactics=tactics)
 
-@dataclass(frozen=True)
-class Custom:
+
+@record
+class Custom(Frozen):
     """Any launch geometry, written in size expressions: ``grid`` (1 to 3 expressions or ints),
     ``block`` (1 to 3 ints), ``shared_mem`` (bytes of dynamic shared memory, an int or expression).
 
@@ -87,14 +104,18 @@ class Custom:
     block: Tuple[int, ...]
     shared_mem: Union[Expr, int] = 0
 
+    def __init__(self, grid: Tuple[Union[Expr, int], ...], block: Tuple[int, ...],
+                 shared_mem: Union[Expr, int] = 0) -> None:
+        self.__dict__.update(grid=grid, block=block, shared_mem=shared_mem)
+
 
 Geometry = Union[Elementwise, Reduction, Custom]
 
 # ---------- inputs / outputs ----------
 
 
-@dataclass(frozen=True)
-class InputDecl:
+@record
+class InputDecl(Frozen):
     """A tensor input; the kernel receives a ``T*`` (its data pointer).
 
     ``dtype``: a fixed dtype for this input; ``None`` means the kernel's dtype (``float32``
@@ -107,9 +128,12 @@ class InputDecl:
     dtype: Optional[Union[torch.dtype, str]] = None
     ndim: Optional[int] = None
 
+    def __init__(self, name: str, dtype: Optional[Union[torch.dtype, str]] = None, ndim: Optional[int] = None) -> None:
+        self.__dict__.update(name=name, dtype=dtype, ndim=ndim)
 
-@dataclass(frozen=True)
-class ScalarInput:
+
+@record
+class ScalarInput(Frozen):
     """A by-value kernel argument: ``float`` (C ``float``), ``int`` (C ``int``) or ``bool``; or a
     fixed-length tuple of ints or floats, ``(int, 4)``, passed as that many C scalars in order.
 
@@ -121,12 +145,15 @@ class ScalarInput:
     py_type: Any
     default: Any = None
 
+    def __init__(self, name: str, py_type: Any, default: Any = None) -> None:
+        self.__dict__.update(name=name, py_type=py_type, default=default)
+
 
 InputSpec = Union[InputDecl, ScalarInput]
 
 
-@dataclass(frozen=True)
-class OutputDecl:
+@record
+class OutputDecl(Frozen):
     """An output tensor; the kernel receives a ``T*``.
 
     ``shape``: ``SameAs``, ``ReduceDims`` or a tuple of size expressions.
@@ -139,6 +166,10 @@ class OutputDecl:
     shape: ShapeRel
     dtype_from: Optional[str] = None
     dtype: Optional[Union[torch.dtype, str]] = None
+
+    def __init__(self, name: str, shape: ShapeRel, dtype_from: Optional[str] = None,
+                 dtype: Optional[Union[torch.dtype, str]] = None) -> None:
+        self.__dict__.update(name=name, shape=shape, dtype_from=dtype_from, dtype=dtype)
 
 
 # ---------- size checks between inputs ----------
@@ -208,8 +239,8 @@ def _operand_text(o) -> str:
 Check = Union[SameShape, SameDim]
 
 
-@dataclass
-class KernelSpec:
+@record
+class KernelSpec(Record):
     """Declarative description of a CUDA kernel.
 
     Calling convention of the ``__global__`` function:
@@ -240,3 +271,24 @@ class KernelSpec:
     compile_options: Sequence[str] = ()
     type_params: Optional[Sequence[str]] = None
     checks: Sequence[Check] = ()
+
+    def __init__(self, kernel_source: str, kernel_name: str, inputs: Optional[Sequence[InputSpec]] = None,
+                 outputs: Optional[Sequence[OutputDecl]] = None, extras: Sequence[Union[Expr, int]] = FACTORY,
+                 geometry: Optional[Geometry] = None, include_paths: Optional[List[str]] = None,
+                 compile_std: str = "c++17", arch_override: Optional[str] = None,
+                 dtypes: Optional[Sequence[Union[torch.dtype, Tuple[torch.dtype, ...]]]] = None,
+                 compile_options: Sequence[str] = (), type_params: Optional[Sequence[str]] = None,
+                 checks: Sequence[Check] = ()) -> None:
+        self.kernel_source = kernel_source
+        self.kernel_name = kernel_name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.extras = [] if extras is FACTORY else extras
+        self.geometry = geometry
+        self.include_paths = include_paths
+        self.compile_std = compile_std
+        self.arch_override = arch_override
+        self.dtypes = dtypes
+        self.compile_options = compile_options
+        self.type_params = type_params
+        self.checks = checks

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import struct
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
+from ._record import FACTORY, Record, record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
 from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error,
                        scratch_buffers, unwritten_error)
 from .launch import driver
 from .op import KernelOp
-from .plan import check_message, concrete
 from .signature import SCALAR_TYPES, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 def build_schema(kop: KernelOp) -> str:
@@ -189,6 +189,8 @@ def check_sizes(kop: KernelOp, plan, ts: Sequence[Any], scalars: Sequence[Any] =
     if not plan.checks:
         return
     shapes = [tuple(t.shape) for t in ts]
+    from .plan import check_message, concrete
+
     if all(type(d) is int for s in shapes for d in s):
         concrete(plan, shapes, kop.sig.tensor_names, scalars)
         return
@@ -244,6 +246,8 @@ def make_fake_impl(kop: KernelOp):
         static = all(type(d) is int for s in shapes for d in s) and \
             all(type(v) is not torch.SymInt for s in scalars for v in (s if isinstance(s, (list, tuple)) else (s,)))
         if static:  # static sizes: the eager launch's checks, here too
+            from .plan import concrete
+
             out_shapes = concrete(plan, shapes, kop.sig.tensor_names, scalars, snames).outputs
         else:
             check_sizes(kop, plan, ts, scalars)
@@ -366,6 +370,8 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     scalars = check_scalar_args(kop, args)
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
+    from .plan import concrete
+
     sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
                      [d.name for d in kop.sig.scalar_decls])
     grid = list(sizes.grid)
@@ -444,8 +450,8 @@ def make_backward(kop: KernelOp):
 # that was replaced or unregistered, so its record is freed.
 
 
-@dataclass
-class _Definition:
+@record
+class _Definition(Record):
     op_name: str
     schema: str
     def_lib: Any
@@ -454,6 +460,17 @@ class _Definition:
     shell: Any = None  # the CUDA kernel torch calls (fastpath.new_shell)
     boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
     why: str = ""  # what a call gets while no declaration is current
+
+    def __init__(self, op_name: str, schema: str, def_lib: Any, kernel_lib: Any = None, autograd: bool = False,
+                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "") -> None:
+        self.op_name = op_name
+        self.schema = schema
+        self.def_lib = def_lib
+        self.kernel_lib = kernel_lib
+        self.autograd = autograd
+        self.shell = shell
+        self.boxes = {} if boxes is FACTORY else boxes
+        self.why = why
 
     def boxed(self, role: str) -> Callable[..., Any]:
         """The function registered for ``role``: it calls whatever the box holds now."""
@@ -508,7 +525,13 @@ def _register_kernels(d: _Definition, ns: str, name: str, autograd: bool):
     """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd)."""
     lib = torch.library.Library(ns, "FRAGMENT")
     try:
-        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib)
+        # torch records where a fake impl was registered, for its messages, by inspecting the frame
+        # _stacklevel above its own. For a frame in a file `inspect` has not mapped yet (this one, in a
+        # fresh process) `inspect.getmodule` walks every loaded module: ~2 ms on the CPU machine, a fifth
+        # of a warm start's seven declarations. _stacklevel=0 names torch.library's own frame instead (its
+        # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
+        # rather than this one as where the fake impl was registered.
+        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
         lib.impl(name, d.shell, "CUDA")
         lib.impl(name, d.boxed("cpu"), "CPU")
         if autograd:

@@ -54,3 +54,59 @@ def test_ptx_op_checks_its_entry():
         ttk.ptx_op(unique(), prog.ptx, "my_sigmoid", inputs=[ttk.InputDecl("x")],
                    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[],
                    geometry=ttk.Elementwise(block=(256,)))
+
+
+def _fresh_cache(tmp_path, monkeypatch):
+    from trt_kernels import compile as comp
+
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
+    comp._MEMO.clear()
+    return comp
+
+
+def test_an_entry_records_the_entry_parameters_and_a_cached_declaration_checks_them(tmp_path, monkeypatch):
+    """Compiling records each kernel's .entry parameters in the cache entry; a declaration served from
+    the cache checks the ABI against them without parsing the PTX, and still refuses a mismatch."""
+    from trt_kernels import abi
+
+    comp = _fresh_cache(tmp_path, monkeypatch)
+    prog = compile_program(MIXED, ["mixed"], arch="sm_90")
+    assert prog.params_of("mixed") == tuple(ptx_params(prog.ptx, "mixed"))
+    comp._MEMO.clear()
+    cached = compile_program(MIXED, ["mixed"], arch="sm_90")
+    assert cached.from_cache and cached.params_of("mixed") == prog.params_of("mixed")
+
+    def no_parsing(*a, **k):
+        raise AssertionError("the PTX was parsed")
+
+    monkeypatch.setattr(abi, "ptx_params", no_parsing)
+    comp._MEMO.clear()
+    ttk.cuda_kernel_op(unique(), mixed_spec(arch_override="sm_90"))
+    comp._MEMO.clear()
+    wrong = mixed_spec(arch_override="sm_90", inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", int),
+                                                      ttk.InputDecl("b"), ttk.ScalarInput("k", int),
+                                                      ttk.ScalarInput("flag", bool)])  # alpha is a float
+    with pytest.raises(ttk.KernelABIError, match=r"takes 7 parameters \(u64, u64, f32, u32, u8, u32, u64\)"):
+        ttk.cuda_kernel_op(unique(), wrong)
+
+
+def test_an_entry_without_recorded_parameters_is_checked_from_its_ptx(tmp_path, monkeypatch):
+    """An entry written before the parameters were recorded (same format, no ``entry_params``) still
+    serves: the PTX is parsed, and a mismatch is still refused."""
+    from trt_kernels import cache_store
+
+    comp = _fresh_cache(tmp_path, monkeypatch)
+    prog = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
+    (path,) = tmp_path.glob("*/sm_90.bin")
+    payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
+    header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
+    assert header.pop("entry_params") == {"my_sigmoid": [["u64", 8], ["u32", 4], ["u64", 8]]}
+    path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
+    comp._MEMO.clear()
+    old = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
+    assert old.from_cache and old.params_of("my_sigmoid") is None and old.ptx == prog.ptx
+    ttk.cuda_kernel_op(unique(), sigmoid_spec(arch_override="sm_90"))
+    comp._MEMO.clear()
+    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the spec implies 2"):
+        ttk.cuda_kernel_op(unique(), sigmoid_spec(extras=[], arch_override="sm_90"))

@@ -215,3 +215,28 @@ def test_inlined_body_refuses_oversized_inputs():
     with pytest.raises(ttk.InputError, match=r"extras\[0\] \(Numel\('x'\)\) = 2147483648 does not fit"):
         dispatch(x)
     assert len(holder["rec"].calls) == 1
+
+
+def test_generated_code_is_compiled_once_per_shape_and_named_per_generation():
+    """Dispatchers of the same shape share one compiled template; each copy reads its own generation's
+    globals (nested code objects too), and reports its own file name in tracebacks."""
+    import types
+
+    from trt_kernels import fastpath
+
+    src = ("def dispatch(a0, a1=None):\n"
+           "    return [{g}_scale * v for v in a0] + [{g}_offset + a0[0]]\n")
+    before = fastpath._template_code.cache_info().misses
+    codes = [fastpath._dispatch_code(src.format(g=g), f"<label {g}>", g) for g in ("_g900", "_g901")]
+    assert fastpath._template_code.cache_info().misses - before == 1
+    # (defaults are the installer's to set, as _install does)
+    f0 = types.FunctionType(codes[0], {"_g900_scale": 2, "_g900_offset": 100}, None, (None,))
+    f1 = types.FunctionType(codes[1], {"_g901_scale": 3, "_g901_offset": 1000, "_g900_scale": None}, None, (None,))
+    assert f0([1, 2]) == [2, 4, 101] and f1([1, 2]) == [3, 6, 1001]
+    assert codes[0].co_filename == "<label _g900>" and codes[1].co_filename == "<label _g901>"
+    assert all(not n.startswith(fastpath._TEMPLATE_PREFIX) for c in codes for n in c.co_names)
+    shells = [fastpath.new_shell("ns::a"), fastpath.new_shell("ns::b")]
+    assert shells[0] is not shells[1] and shells[0].__globals__ is not shells[1].__globals__
+    assert shells[1].__code__.co_filename == "<trt_kernels dispatcher ns::b>"
+    with pytest.raises(RuntimeError, match="not yet declared"):
+        shells[0](1)

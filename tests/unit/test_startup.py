@@ -1,6 +1,7 @@
 """Warm start: a process whose kernels are all cached loads no NVRTC, looks up no headers,
-queries no GPU and imports none of sympy / tensorrt / torch_tensorrt while declaring ops;
-and it never uses an entry that another NVRTC built.
+queries no GPU, starts no process (no compiler run) and imports none of sympy / tensorrt /
+torch_tensorrt while declaring ops; importing the package compiles no generated source; and
+it never uses an entry that another NVRTC built.
 
 Each case runs in a fresh interpreter (what is loaded is per process), declaring the
 seed's seven ops from ``benchmarks/seed_specs.py`` into a private cache directory.
@@ -29,7 +30,18 @@ CHILD = textwrap.dedent(r"""
     def nvrtc_used():
         # whether trt_kernels reached NVRTC: only through cuda.bindings.nvrtc, or a new mapping
         return "cuda.bindings.nvrtc" in sys.modules or (nvrtc_mapped() and not by_torch)
+    events = {"generated": [], "processes": []}
+    def audit(event, args):
+        # source compiled from a string while importing (dataclass / NamedTuple methods are; a
+        # module's own code comes from its bytecode cache or its file), and any process started
+        if event == "compile" and args[1] == "<string>" and events["importing"]:
+            events["generated"].append(str(args[0])[:80])
+        elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
+            events["processes"].append(f"{event} {str(args)[:200]}")
+    events["importing"] = True
+    sys.addaudithook(audit)
     import trt_kernels as ttk
+    events["importing"] = False
     import seed_specs
     from trt_kernels import registry, toolchain
 
@@ -42,6 +54,8 @@ CHILD = textwrap.dedent(r"""
         "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
                                       "trt_kernels.converters") if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
+        "generated_at_import": events["generated"],
+        "processes": events["processes"],
     }))
 """)
 
@@ -85,6 +99,15 @@ def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
     else:  # no sympy, tensorrt, torch_tensorrt, nor our TensorRT side
         assert res["modules"] == []
     assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
+    # no process started (no compiler run, nothing probed) by importing and declaring
+    assert res["processes"] == []
+
+
+def test_importing_generates_no_code(warm_cache):
+    """No dataclass or NamedTuple method source is generated and compiled at ``import trt_kernels``
+    (the records of trt_kernels._record are written out; tests/unit/test_records.py)."""
+    res = run(warm_cache)
+    assert res["generated_at_import"] == []
 
 
 def test_without_an_arch_the_abi_is_checked_against_any_cached_build(warm_cache):
@@ -163,3 +186,40 @@ def test_identity_is_read_from_disk_without_loading_nvrtc():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "False"]
+
+
+def test_the_distribution_lookup_agrees_with_importlib_metadata():
+    """toolchain reads the nvidia wheels' version and file list from their .dist-info directly (cheaper
+    than importlib.metadata at start-up): the same answers, and importlib.metadata's where none is found."""
+    from importlib import metadata
+
+    from trt_kernels import toolchain
+
+    for name in ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-no-such-wheel-here"):
+        try:
+            want = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            want = None
+        assert toolchain._dist_version(name) == want, name
+    assert toolchain._dist_info("nvidia-no-such-wheel-here") is None
+    try:
+        dist = metadata.distribution("nvidia-cuda-nvrtc")
+    except metadata.PackageNotFoundError:
+        pytest.skip("nvidia-cuda-nvrtc is not installed")
+    libs = [str(dist.locate_file(f)) for f in dist.files or () if toolchain._is_nvrtc_library(str(f))]
+    assert toolchain._pip_library() == next((p for p in libs if os.path.isfile(p)), None)
+
+
+def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(tmp_path):
+    """README's `python benchmarks/startup.py` (one run each): the table, the goal row, and a warm start
+    that loads no NVRTC, looks up no headers, initialises no CUDA and starts no process."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--runs", "1"], env=env,
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in ln.strip("|").split("|")]
+                                              for ln in r.stdout.splitlines() if ln.startswith("| "))}
+    assert "import + declare (goal<=15)" in rows
+    for flag in ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "process started"):
+        assert rows[flag][0] == "no", (flag, rows[flag])
+    assert rows["NVRTC loaded by trt_kernels"][1] == "yes"  # the cold run compiles

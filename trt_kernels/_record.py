@@ -1,0 +1,81 @@
+"""Records (the package's dataclasses) whose methods are written in the source.
+
+``@dataclass`` writes each class's methods (a frozen one: ``__init__``, ``__repr__``, ``__eq__``,
+``__hash__``, ``__setattr__``, ``__delattr__``) as text and compiles them when the class is
+defined, every time the module is imported: bytecode caches do not cover them. That was about
+0.4 ms per class on the CPU machine, half of ``import trt_kernels`` for the package's twenty-odd
+dataclasses. A record instead writes its ``__init__`` by hand (storing its arguments in
+``self.__dict__``) and takes the other methods from :class:`Record` / :class:`Frozen`, which
+behave as the generated ones do (``__eq__`` / ``__hash__`` compare the fields as a tuple,
+``__repr__`` lists them, a frozen record raises ``dataclasses.FrozenInstanceError`` on
+assignment). :func:`record` then registers the class's fields with ``dataclasses`` without
+generating anything, so ``dataclasses.fields`` / ``replace`` / ``asdict`` / ``is_dataclass``
+work on records as on any dataclass. ``tests/unit/test_records.py`` checks every record against
+what ``@dataclass`` makes of the same fields, and that nothing ``import trt_kernels`` loads
+generates dataclass methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Any, Tuple, TypeVar
+
+T = TypeVar("T", bound=type)
+
+
+class _Factory:
+    """The default of a field with a ``default_factory`` in a hand-written ``__init__`` (shown as
+    ``<factory>``, as dataclasses show it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+FACTORY: Any = _Factory()
+
+
+def record(cls: T) -> T:
+    """Register ``cls``'s annotated fields with ``dataclasses``; its methods are its own."""
+    return dataclass(init=False, repr=False, eq=False)(cls)
+
+
+def record_repr(self: Any) -> str:
+    """``Name(field=value, ...)``, as ``@dataclass`` writes it."""
+    return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__match_args__)})"
+
+
+class Record:
+    """A mutable record: ``__repr__`` and ``__eq__`` over its fields; unhashable (as ``@dataclass``)."""
+
+    __slots__ = ()
+    __match_args__: Tuple[str, ...] = ()  # the field names, in order (set by :func:`record`)
+
+    def _field_values(self) -> Tuple[Any, ...]:
+        return tuple([getattr(self, n) for n in self.__match_args__])
+
+    __repr__ = record_repr
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._field_values() == other._field_values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Frozen(Record):
+    """An immutable record: hashable over its fields; assigning or deleting a field raises
+    ``dataclasses.FrozenInstanceError``."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(self._field_values())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
