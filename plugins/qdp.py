@@ -30,7 +30,6 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from trt_kernels import dtypes as _dt
 from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
@@ -206,15 +205,8 @@ class PluginBuilder:
     # ----- shared pieces -----
     def _kernel_dtype(self, inputs):
         """The kernel dtype (a declared combination, with several type parameters) of the inputs' dtypes."""
-        sig = self.kop.sig
         got = [torch_dtype(self.trt, desc.dtype) for desc in inputs]
-        kdt = sig.kernel_dtype_of(got)
-        if kdt is None:
-            chosen = ", ".join(f"{n}: {desc.dtype}" for n, desc, d in zip(sig.tensor_names, inputs, sig.tensor_decls)
-                               if sig.type_param_of(d) is not None)
-            raise InputError(f"{self.kop.op_name}: TensorRT chose input dtypes ({chosen}), which are not a "
-                             f"combination the kernel declares ({[_dt.label(k, sig.type_params) for k in sig.kernel_dtypes]})")
-        return kdt
+        return self.kop.sig.declared_kernel_dtype(got, "TensorRT chose")
 
     def scalars(self, a: Dict[str, Any]) -> List[Any]:
         """The scalar attributes' values (TensorRT gives them when it builds), in declaration order."""

@@ -36,7 +36,6 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from trt_kernels.dtypes import label
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
 from trt_kernels.registry import lookup
@@ -187,15 +186,7 @@ def _make_classes(trt):
 
         # ----- IPluginV3OneBuild -----
         def _kdt(self, input_types):
-            kop = self.kop
-            sig = kop.sig
-            kdt = sig.kernel_dtype_of([torch_dtype(trt, t) for t in input_types])
-            if kdt is None:
-                given = ", ".join(f"{n}: {t}" for n, t, d in zip(sig.tensor_names, input_types, sig.tensor_decls)
-                                  if sig.type_param_of(d) is not None)
-                raise InputError(f"{self.op_name}: TensorRT gives input types ({given}), which are not a combination "
-                                 f"the kernel declares ({[label(k, sig.type_params) for k in kop.dtypes]})")
-            return kdt
+            return self.kop.sig.declared_kernel_dtype([torch_dtype(trt, t) for t in input_types], "TensorRT gives")
 
         def get_output_data_types(self, input_types):
             kop = self.kop

@@ -230,6 +230,21 @@ class Signature(Frozen):
         return [d.dtype if isinstance(d.dtype, torch.dtype) else b[d.dtype or self.type_params[0]]
                 for d in self.tensor_decls]
 
+    def declared_kernel_dtype(self, in_dtypes: Sequence[Optional[torch.dtype]], given_by: str):
+        """:meth:`kernel_dtype_of`, or :class:`InputError` naming the op, what gave the dtypes (``given_by``,
+        e.g. "TensorRT chose") and the declared combinations."""
+        kdt = self.kernel_dtype_of(in_dtypes)
+        if kdt is not None:
+            return kdt
+        from .errors import InputError
+
+        chosen = ", ".join(f"{n}: {_dt.short(dt) if isinstance(dt, torch.dtype) else 'a type torch lacks'}"
+                           for n, d, dt in zip(self.tensor_names, self.tensor_decls, in_dtypes)
+                           if self.type_param_of(d) is not None)
+        declared = "; ".join(_dt.label(k, self.type_params) for k in self.kernel_dtypes)
+        raise InputError(f"{self.op_name}: {given_by} input dtypes ({chosen}), which are not a combination the kernel "
+                         f"declares ({declared})")
+
     def kernel_dtype_of(self, in_dtypes: Sequence[Optional[torch.dtype]]):
         """The declared kernel dtype whose tensor inputs have ``in_dtypes``, or None. With one type
         parameter, as eager decides it: the first input typed ``T`` gives it (the first declared dtype when

@@ -236,6 +236,6 @@ def test_v3one_plugin_offers_exactly_the_combinations(arch):
     assert ok == [True, True, True, False, False, False, False]
     assert not p.supports_format_combination(0, io(H, F, H, fmt=trt.TensorFormat.CHW32), 2)
     assert p.get_output_data_types([B, F]) == [B]
-    with pytest.raises(ttk.InputError, match=r"TensorRT gives input types \(x: DataType.HALF, w: DataType.HALF\), "
+    with pytest.raises(ttk.InputError, match=r"TensorRT gives input dtypes \(x: float16, w: float16\), "
                                              r"which are not a combination the kernel declares"):
         p.get_output_data_types([H, H])
