@@ -234,13 +234,12 @@ def make_fake_impl(kop: KernelOp):
     tpos = kop.sig.tensor_pos
     single = len(kop.sig.outputs) == 1
     snames = [d.name for d in kop.sig.scalar_decls]
-    tuples = any(scalar_len(d) is not None for d in kop.sig.scalar_decls)
 
     def fake(*args):
         args = kop.with_defaults(args)
         ts = [args[i] for i in tpos]
         check_tensor_args(kop, ts)
-        scalars = check_scalar_args(kop, args) if tuples else [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"]
+        scalars = check_scalar_args(kop, args)
         plan = kop.plan(tuple(t.dim() for t in ts))
         shapes = [tuple(t.shape) for t in ts]
         static = all(type(d) is int for s in shapes for d in s) and \
