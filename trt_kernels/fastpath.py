@@ -484,32 +484,68 @@ def _renamed(code: types.CodeType, prefix: str, label: str) -> types.CodeType:
 def _dispatch_code(src: str, label: str, g: str) -> types.CodeType:
     """The code of the function ``dispatch`` that ``src`` defines, whose globals are named ``{g}_...``.
 
-    Declaring ops of the same arity writes the same source but for the generation prefix, so the source
-    is compiled once with a placeholder prefix and each op gets a copy of that code with its own names
-    (``CodeType.replace``): compiling cost ~0.1 ms per declaration."""
+    Ops of the same arity write the same source at their first call but for the generation prefix, so
+    the source is compiled once with a placeholder prefix and each op gets a copy of that code with its
+    own names (``CodeType.replace``): compiling cost ~0.1 ms per op."""
     prefix = g + "_"
     return _renamed(_template_code(src.replace(prefix, _TEMPLATE_PREFIX)), prefix, label)
+
+
+# Code that is the same for every op is written here as functions (compiled with this module, so
+# installing one compiles nothing at a declaration); their ``_gT_`` names become a generation's names
+# (see _renamed). The names are not defined in this module.
+
+
+def _tpl_not_declared(*args, **kwargs):
+    raise RuntimeError("not yet declared")
+
+
+def _tpl_lookup(*args):
+    if len(args) < _gT_nargs:  # noqa: F821  torch leaves out trailing arguments equal to their defaults
+        args += _gT_defaults[len(args) - _gT_first_default:]  # noqa: F821
+    key = _gT_key(args)  # noqa: F821
+    fn = _gT_get(key)  # noqa: F821
+    if fn is None:
+        fn = _gT_new(key, args)  # noqa: F821
+        _gT_specialize(key, fn)  # noqa: F821
+    return fn(*args)
+
+
+def _tpl_eager(*args, **kwargs):
+    return _gT_eager(*args, **kwargs)  # noqa: F821
+
+
+def _tpl_checked_eager(*args, **kwargs):
+    _gT_check(args)  # noqa: F821
+    return _gT_eager(*args, **kwargs)  # noqa: F821
+
+
+def _tpl_raise(*args, **kwargs):
+    raise _gT_error(_gT_why)  # noqa: F821
+
+
+def _template(fn: Callable[..., Any], g: str, label: str) -> types.CodeType:
+    """``fn``'s code (one of the ``_tpl_`` functions) reading generation ``g``'s names, named ``dispatch``."""
+    return _renamed(fn.__code__, g + "_", label).replace(co_name="dispatch", co_qualname="dispatch")
 
 
 def new_shell(op_name: str) -> Callable[..., Any]:
     """A function to register with torch once per op name, whose code :func:`build_dispatcher`,
     :func:`retarget` and :func:`release_dispatcher` replace: torch's dispatch tables are never
     touched again while calls may be in flight (torch does not synchronize them with calls)."""
-    code = _template_code("def dispatch(*args, **kwargs):\n    raise RuntimeError('not yet declared')\n")
-    return types.FunctionType(code.replace(co_filename=f"<trt_kernels dispatcher {op_name}>"),
-                              {"__builtins__": __builtins__}, "dispatch")
+    code = _template(_tpl_not_declared, "_g", f"<trt_kernels dispatcher {op_name}>")
+    return types.FunctionType(code, {"__builtins__": __builtins__}, "dispatch")
 
 
-def _install(shell: Callable[..., Any], src: str, label: str, ns: Dict[str, Any], g: str,
+def _install(shell: Callable[..., Any], code: types.CodeType, ns: Dict[str, Any], g: str,
              defaults: Tuple[Any, ...]) -> None:
-    """Make ``shell`` run ``src`` (which defines ``dispatch``): names of generation ``g`` are added to
-    its globals first, then its code (and defaults) are swapped, then the names of the generations
+    """Make ``shell`` run ``code`` (whose names of generation ``g`` are in ``ns``): the names are added
+    to its globals first, then its code (and defaults) are swapped, then the names of the generations
     it replaced point at ``_GONE``, so a call racing the swap runs either the new code with its names
     or the old code until it looks a name up, which then raises UnregisteredOpError."""
     glb = shell.__globals__
     live = shell.__dict__.get("generation")  # the generation whose code runs until the swap
     glb.update(ns)
-    code = _dispatch_code(src, label, g)  # our templates and ints only
     shell.__code__ = code
     shell.__defaults__ = defaults or None
     # A call may still be running a replaced generation's code (it lets go of the GIL in the launch):
@@ -579,8 +615,9 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
         f"        {g}_specialize(key, fn)",
         f"    return fn({params})",
     ]
-    ns: Dict[str, Any] = {f"{g}_get": entries.get}
     defaults = tuple(kop.defaults)
+    ns: Dict[str, Any] = {f"{g}_get": entries.get, f"{g}_nargs": len(kinds), f"{g}_defaults": defaults,
+                          f"{g}_first_default": first_default, f"{g}_key": _key_reader(tpos)}
     for i, value in enumerate(defaults):
         ns[f"{g}_default{first_default + i}"] = value
     inlined: List[Tuple] = []
@@ -615,28 +652,39 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
             ns.update(parts.ns)
             inlined.append((tuple(key), parts))
             src = source()
-            _install(shell, src, label, ns, g, defaults)  # same function object: torch keeps it
+            # same function object: torch keeps it; our templates and ints only
+            _install(shell, _dispatch_code(src, label, g), ns, g, defaults)
             shell.source = src
 
     ns[f"{g}_new"] = new
     ns[f"{g}_specialize"] = specialize
-    src = source()
     _forget_declaration(shell)
-    _install(shell, src, label, ns, g, defaults)
-    shell.source = src
+    # until the first call the lookup is this module's template: declaring compiles nothing
+    _install(shell, _template(_tpl_lookup, g, label), ns, g, ())
+    shell.source = ""  # no generated source yet
     shell.inlined = inlined
     shell.launchers = entries
     return shell
 
 
-def retarget(shell: Callable[..., Any], body: str, names: Dict[str, Any], nargs: int, label: str) -> None:
-    """Make ``shell`` run ``body`` (statements over ``a0..a{nargs-1}``, ``*args`` beyond) with ``names``
-    (for an op whose CUDA kernel is its ``eager_fn``, and for the unregistered state)."""
+def _key_reader(tpos: Sequence[int]) -> Callable[[Tuple[Any, ...]], Tuple[Any, ...]]:
+    """The dispatch key of a call's arguments, as the generated lookup computes it: the tensor inputs'
+    dtypes, then their ranks."""
+    if len(tpos) == 1:
+        p = tpos[0]
+        return lambda args: (args[p].dtype, args[p].dim())
+    return lambda args: tuple([args[p].dtype for p in tpos] + [args[p].dim() for p in tpos])
+
+
+def retarget(shell: Callable[..., Any], names: Dict[str, Any], label: str) -> None:
+    """Make ``shell`` call ``names["eager"]`` (an op whose CUDA kernel is its ``eager_fn``), after
+    ``names["check"](args)`` where given; or raise ``names["error"](names["why"])`` (the unregistered
+    state)."""
     g = f"_g{next(_GENERATIONS)}"
     ns = {f"{g}_{k}": v for k, v in names.items()}
-    src = "def dispatch(*args, **kwargs):\n" + body.replace("$", f"{g}_") + "\n"
+    tpl = _tpl_raise if "error" in names else _tpl_checked_eager if "check" in names else _tpl_eager
     _forget_declaration(shell)
-    _install(shell, src, label, ns, g, ())
+    _install(shell, _template(tpl, g, label), ns, g, ())
 
 
 def _forget_declaration(shell: Callable[..., Any]) -> None:
@@ -651,4 +699,4 @@ def release_dispatcher(shell: Callable[..., Any], why: str, error: type) -> None
     launchers = shell.__dict__.get("launchers")
     if isinstance(launchers, dict):
         launchers.clear()
-    retarget(shell, "    raise $error($why)", {"error": error, "why": why}, 0, "<trt_kernels unregistered op>")
+    retarget(shell, {"error": error, "why": why}, "<trt_kernels unregistered op>")

@@ -546,12 +546,10 @@ def _point(d: _Definition, kop: KernelOp) -> None:
     """Make the definition's kernels run ``kop``."""
     d.why = f"{kop.op_name} has no current declaration"
     if kop.eager_fn is not None:
-        body = "    return $eager(*args, **kwargs)"
         names = {"eager": kop.eager_fn}
         if kop.sig.checks:  # eager_fn replaces the derived launch, which checks the sizes
-            body = "    $check(args)\n" + body
             names["check"] = make_size_check(kop)
-        retarget(d.shell, body, names, len(kop.sig.arg_kinds), f"<trt_kernels eager_fn {kop.op_name}>")
+        retarget(d.shell, names, f"<trt_kernels eager_fn {kop.op_name}>")
     else:
         make_cuda_impl(kop, shell=d.shell)
     kop.cuda_impl = d.shell

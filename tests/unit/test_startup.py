@@ -30,22 +30,29 @@ CHILD = textwrap.dedent(r"""
     def nvrtc_used():
         # whether trt_kernels reached NVRTC: only through cuda.bindings.nvrtc, or a new mapping
         return "cuda.bindings.nvrtc" in sys.modules or (nvrtc_mapped() and not by_torch)
-    events = {"generated": [], "processes": []}
+    events = {"generated": [], "generated_declaring": [], "processes": [], "phase": None}
     def audit(event, args):
         # source compiled from a string while importing (dataclass / NamedTuple methods are; a
-        # module's own code comes from its bytecode cache or its file), and any process started
-        if event == "compile" and args[1] == "<string>" and events["importing"]:
-            events["generated"].append(str(args[0])[:80])
+        # module's own code comes from its bytecode cache or its file) or declaring (generated
+        # dispatchers), and any process started
+        # (torch's infer_schema evaluating the string annotations of the seed's case-6 meta_fn is
+        # torch reading the user's function, not code of ours)
+        if event == "compile" and events["phase"] is not None and not str(args[1]).endswith(".py"):
+            caller = sys._getframe(1).f_code.co_filename.replace("\\", "/")
+            if not caller.endswith("torch/_library/infer_schema.py"):
+                events[events["phase"]].append(f"{args[1]}: {str(args[0])[:80]}")
         elif event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
             events["processes"].append(f"{event} {str(args)[:200]}")
-    events["importing"] = True
+    events["phase"] = "generated"
     sys.addaudithook(audit)
     import trt_kernels as ttk
-    events["importing"] = False
+    events["phase"] = None
     import seed_specs
     from trt_kernels import registry, toolchain
 
+    events["phase"] = "generated_declaring"
     names = seed_specs.declare()
+    events["phase"] = None
     nvrtc = nvrtc_used()
     print("RESULT " + json.dumps({
         "nvrtc_loaded": nvrtc,
@@ -55,6 +62,7 @@ CHILD = textwrap.dedent(r"""
                                       "trt_kernels.converters") if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
         "generated_at_import": events["generated"],
+        "generated_declaring": events["generated_declaring"],
         "processes": events["processes"],
     }))
 """)
@@ -108,6 +116,13 @@ def test_importing_generates_no_code(warm_cache):
     (the records of trt_kernels._record are written out; tests/unit/test_records.py)."""
     res = run(warm_cache)
     assert res["generated_at_import"] == []
+
+
+def test_declaring_compiles_no_source(warm_cache):
+    """A declaration installs its dispatcher without compiling any source: the code specialized to the
+    inputs is written and compiled at the op's first call (tests/unit/test_fastpath.py)."""
+    res = run(warm_cache)
+    assert res["generated_declaring"] == [], "\n".join(res["generated_declaring"])
 
 
 def test_without_an_arch_the_abi_is_checked_against_any_cached_build(warm_cache):

@@ -195,7 +195,10 @@ def test_dispatcher_key_tells_combinations_apart(arch):
 
     assert check_tensor_args(kop, [meta(2, 3), meta(3), ]) == (F32, F32)
     assert check_tensor_args(kop, [meta(2, 3), meta(3, dtype=F64)]) == (F32, F64)
-    assert "a1.dtype" in kop.cuda_impl.source  # the key reads w's dtype too
+    shell = kop.cuda_impl  # the key its lookup computes reads w's dtype too
+    key_of = shell.__globals__[f"{shell.generation}_key"]
+    assert key_of((meta(2, 3), meta(3))) == (F32, F32, 2, 1)
+    assert key_of((meta(2, 3), meta(3, dtype=F64))) == (F32, F64, 2, 1)
 
 
 # ---------- the ONNX route's IPluginV3One plugin ----------
