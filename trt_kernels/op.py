@@ -24,11 +24,11 @@ from .compile import default_arch, env_arch, normalize_arch
 from .errors import NoCudaDeviceError, PtxVersionError
 from .expr import Const, Expr, binop
 from .kernel_source import Binary, KernelImage, KernelSource
-from .launch import LoadedKernel, ParamPack, driver_version
 from .limits import STATIC_SHARED_MEM
 from .signature import Signature, scalar_len, scalar_type
 
-if TYPE_CHECKING:  # trt_kernels.plan is imported at the first plan (a call or a trace), not at declaration
+if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, not at declaration
+    from .launch import LoadedKernel, ParamPack
     from .plan import LaunchPlan
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
@@ -247,6 +247,8 @@ class KernelOp:
         key = (dtype, n_hidden)
         pack = self._packs.get(key)
         if pack is None:
+            from .launch import ParamPack
+
             pack = self._packs.setdefault(key, ParamPack(self.sig.param_codes(dtype), n_hidden))
         return pack
 
@@ -335,6 +337,8 @@ class KernelOp:
         k = b.kernel(dtype, tactic)
         if k.aot_ptx is None:
             raise PtxVersionError(f"{self.op_name}: {b.aot_reason}")
+        from .launch import driver_version
+
         note = self.source.ptx_note(b, driver_version())
         if note:
             isa = f" (PTX ISA {k.ptx_isa[0]}.{k.ptx_isa[1]})" if k.ptx_isa else ""
@@ -353,6 +357,8 @@ class KernelOp:
         key = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic)
         lk = self._loaded.get(key)
         if lk is None:
+            from .launch import LoadedKernel
+
             # the code's own need (Triton's shared memory), the largest over the dtypes, is what launches pass
             need = max(b.kernel(d, tactic).shared_mem for d in self.dtypes)
             lk = self._loaded.setdefault(key, LoadedKernel(

@@ -21,9 +21,7 @@ from . import dtypes as _dt
 from ._record import FACTORY, Record, record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
-from .fastpath import (build_dispatcher, build_launcher, new_shell, relaunch, release_dispatcher, retarget, scalar_error,
-                       scratch_buffers, unwritten_error)
-from .launch import driver
+from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
 from .op import KernelOp
 from .signature import SCALAR_TYPES, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
@@ -325,6 +323,8 @@ def make_cuda_impl(kop: KernelOp, shell=None):
         with lock:
             fn = entries.get(key)
             if fn is None:
+                from .fastpath import build_launcher  # (with the CUDA launch modules) at the first launch
+
                 dev = ts[0].get_device()
                 kernel = kop.loaded_kernel(kdt, dev)
                 image = kop.image(kdt, 1, _arch_of(kop, dev))
@@ -369,6 +369,8 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     scalars = check_scalar_args(kop, args)
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
     plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
+    from .fastpath import relaunch, scalar_error, scratch_buffers, unwritten_error
+    from .launch import driver
     from .plan import concrete
 
     sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
@@ -456,7 +458,7 @@ class _Definition(Record):
     def_lib: Any
     kernel_lib: Any = None
     autograd: bool = False
-    shell: Any = None  # the CUDA kernel torch calls (fastpath.new_shell)
+    shell: Any = None  # the CUDA kernel torch calls (dispatcher.new_shell)
     boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
     why: str = ""  # what a call gets while no declaration is current
 

@@ -12,7 +12,7 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import registry
-from trt_kernels.fastpath import MAX_INLINED
+from trt_kernels.dispatcher import MAX_INLINED
 from support import ROOT
 from kernels import mixed_spec, sigmoid_spec, unique
 

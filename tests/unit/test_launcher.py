@@ -23,7 +23,8 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import launcher, registry
-from trt_kernels.fastpath import build_dispatcher, build_launcher
+from trt_kernels.dispatcher import build_dispatcher
+from trt_kernels.fastpath import build_launcher
 from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 from support import ROOT
 

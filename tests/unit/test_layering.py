@@ -100,10 +100,14 @@ def test_no_import_cycle_among_trt_kernels_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_fastpath_owns_what_torch_op_needs():
-    graph = import_graph()
-    assert "trt_kernels.fastpath" in graph["trt_kernels.torch_op"]
-    assert "trt_kernels.torch_op" not in graph["trt_kernels.fastpath"]
+def test_torch_op_builds_on_the_dispatcher_and_loads_the_launch_code_at_the_first_launch():
+    graph, every = import_graph(), import_graph(all_levels=True)
+    assert "trt_kernels.dispatcher" in graph["trt_kernels.torch_op"]
+    # the launch-code generator (and through it the CUDA launch modules) is imported at the first launch
+    assert "trt_kernels.fastpath" not in graph["trt_kernels.torch_op"]
+    assert "trt_kernels.fastpath" in every["trt_kernels.torch_op"]
+    for m in ("trt_kernels.fastpath", "trt_kernels.dispatcher"):
+        assert "trt_kernels.torch_op" not in every[m]
 
 
 def test_the_scan_sees_a_cycle(tmp_path):

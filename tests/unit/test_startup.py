@@ -60,6 +60,8 @@ CHILD = textwrap.dedent(r"""
         "cuda_initialized": torch.cuda.is_initialized(),
         "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
                                       "trt_kernels.converters") if m in sys.modules),
+        "launch_code": sorted(m for m in ("trt_kernels.fastpath", "trt_kernels.launch", "trt_kernels.launcher",
+                                          "trt_kernels.plan") if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
         "generated_at_import": events["generated"],
         "generated_declaring": events["generated_declaring"],
@@ -109,6 +111,9 @@ def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
     assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
     # no process started (no compiler run, nothing probed) by importing and declaring
     assert res["processes"] == []
+    # the launch code (its generator, the driver wrappers, the compiled launcher, the plans) waits
+    # for the first launch
+    assert res["launch_code"] == []
 
 
 def test_importing_generates_no_code(warm_cache):
