@@ -44,7 +44,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
 
-from ._record import FACTORY, Record, record
+from ._record import FACTORY, Record, plain_record
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -369,7 +369,7 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
 # ---------------- cache clear ----------------
 
 
-@record
+@plain_record
 class ClearReport(Record):
     """What :func:`clear` removed and what it left."""
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
-from ._record import Frozen, record
+from ._record import Frozen, plain_record
 from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
 from .errors import CompileError
 from .kernel_source import ptx_isa
@@ -48,7 +48,7 @@ _FORMAT = 3  # 3: the store checksums whole entries (2: <key>/<arch>.bin, a chec
 _MAGIC = NVRTC_MAGIC
 
 
-@record
+@plain_record
 class CompiledProgram(Frozen):
     """What NVRTC made of one source for one arch."""
 

@@ -19,7 +19,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import torch
 
-from ._record import FACTORY, Frozen, record
+from ._record import FACTORY, Frozen, plain_record
 
 Version = Tuple[int, int]
 _NO_DETAILS: Mapping[str, object] = MappingProxyType({})
@@ -31,7 +31,7 @@ def ptx_isa(ptx: bytes) -> Optional[Version]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@record
+@plain_record
 class KernelImage(Frozen):
     """One launchable kernel: the code for one dtype (and, for sources with per-tactic code, one tactic)."""
 
@@ -61,7 +61,7 @@ class KernelImage(Frozen):
         return ptx_isa(self.ptx)
 
 
-@record
+@plain_record
 class Binary(Frozen):
     """What a source built for one arch (``arch`` None: code any device loads, e.g. PTX text)."""
 

@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ._record import Frozen, record
+from ._record import Frozen, plain_record
 
 _LOG = logging.getLogger("trt_kernels")
 
@@ -41,7 +41,7 @@ CUDA_VERSION_ASKED = 12000  # the cuLaunchKernel ABI asked of cuGetProcAddress (
 BUILD_TIMEOUT_S = 300
 
 
-@record
+@plain_record
 class Launcher(Frozen):
     """The outcome of preparing the compiled launcher: ``kind`` is ``"compiled"`` (``launch`` is the
     C function) or ``"python"`` (cuda.bindings' ``cuLaunchKernel``); ``reason`` says why."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
 
-from ._record import FACTORY, Frozen, record, record_repr
+from ._record import FACTORY, Frozen, plain_record, record_repr, replace
 from .compile import default_arch, env_arch, normalize_arch
 from .errors import NoCudaDeviceError, PtxVersionError
 from .expr import Const, Expr, binop
@@ -44,7 +44,7 @@ class Aot(enum.Enum):
     JIT = "JIT"  # TensorRT calls the plugin's Python impl at run time
 
 
-@record
+@plain_record
 class AotDecision(Frozen):
     """How TensorRT runs the op's plugin, and why."""
 
@@ -73,7 +73,7 @@ class TensorRTSide:
         return f"TensorRTSide(plugin={self.plugin!r}, converter={self.converter!r}, aot={self.aot!r})"
 
 
-@record
+@plain_record
 class KernelOp:
     """Everything trt_kernels knows about one registered op (compared and hashed by identity)."""
 
@@ -368,6 +368,4 @@ class KernelOp:
 
 
 def _with_shared_mem(p: LaunchPlan, smem: Expr) -> LaunchPlan:
-    from dataclasses import replace
-
     return replace(p, shared_mem=smem)

@@ -14,14 +14,14 @@ from typing import Any, Optional, Sequence, Tuple
 
 import torch
 
-from ._record import Frozen, record
+from ._record import Frozen, plain_record
 from .errors import InputError
 from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, product, resolve
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import Signature
 
 
-@record
+@plain_record
 class OutputPlan(Frozen):
     """One output of a plan: shape and element count as resolved expressions, and where its dtype comes from."""
 
@@ -36,7 +36,7 @@ class OutputPlan(Frozen):
         self.__dict__.update(shape=shape, numel=numel, like=like, dtype_src=dtype_src, dtype=dtype)
 
 
-@record
+@plain_record
 class CheckPlan(Frozen):
     """A declared size relation at the plan's ranks: every ``(a, b)`` of ``pairs`` must be equal."""
 
@@ -52,7 +52,7 @@ class CheckPlan(Frozen):
         self.__dict__.update(index=index, label=label, kind=kind, tensors=tensors, texts=texts, pairs=pairs)
 
 
-@record
+@plain_record
 class LaunchPlan(Frozen):
     """One launch of an op at given input ranks and tactic, in resolved size expressions."""
 
@@ -207,7 +207,7 @@ def render(e: Expr, names: Sequence[str]) -> str:
     return str(e)
 
 
-@record
+@plain_record
 class Sizes(Frozen):
     """A plan evaluated at concrete input shapes, every value checked."""
 

@@ -18,12 +18,12 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import torch
 
 from . import dtypes as _dt
-from ._record import Frozen, record
+from ._record import Frozen, plain_record
 from .expr import Const, Expr
 from .spec import InputDecl, ScalarInput
 
 
-@record
+@plain_record
 class Param(Frozen):
     """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
 
@@ -96,7 +96,7 @@ def scalar_items(d: ScalarInput, value: Any) -> List[Any]:
     return [value] if scalar_len(d) is None else list(value)
 
 
-@record
+@plain_record
 class OutputSig(Frozen):
     """One output, resolved. ``kind``: ``like`` (the shape of tensor input ``tensor``), ``reduce``
     (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``) or ``exprs`` (``exprs``,
@@ -118,7 +118,7 @@ class OutputSig(Frozen):
                              dtype_src=dtype_src)
 
 
-@record
+@plain_record
 class CheckSig(Frozen):
     """A size relation between inputs, resolved. ``kind``: ``shape`` (tensor inputs ``tensors`` have equal
     shapes) or ``dims`` (the size expressions ``exprs``, leaves resolved, are equal); ``label``: as
@@ -135,7 +135,7 @@ class CheckSig(Frozen):
         self.__dict__.update(label=label, kind=kind, tensors=tensors, exprs=exprs, texts=texts)
 
 
-@record
+@plain_record
 class LaunchSig(Frozen):
     """The launch geometry of one tactic. ``kind``: ``flat`` / ``nd`` (one thread per element of
     output 0), ``reduce`` (one block per element of output 0) or ``custom`` (``grid`` and
@@ -152,7 +152,7 @@ class LaunchSig(Frozen):
         self.__dict__.update(kind=kind, block=block, grid=grid, shared_mem=shared_mem, reduce_dims=reduce_dims)
 
 
-@record
+@plain_record
 class Signature(Frozen):
     """A validated declaration: what the kernel takes and how it is launched, by position.
 

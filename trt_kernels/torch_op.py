@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import torch
 
 from . import dtypes as _dt
-from ._record import FACTORY, Record, record
+from ._record import FACTORY, Record, plain_record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
 from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
@@ -451,7 +451,7 @@ def make_backward(kop: KernelOp):
 # that was replaced or unregistered, so its record is freed.
 
 
-@record
+@plain_record
 class _Definition(Record):
     op_name: str
     schema: str

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import keyword
 import math
-from dataclasses import replace
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
 from . import dtypes as _dt
+from ._record import replace
 from .errors import SpecError
 from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, Scalar, ScalarOf, leaves, lift, resolve
 from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from trt_kernels import _record
 from trt_kernels._record import FACTORY, Frozen, Record
 
 # what a fresh `import trt_kernels` loads, and the modules a first call loads (the plan, the launch, the launcher)
@@ -27,13 +28,35 @@ MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.launch", "trt_
 
 
 def _records():
+    """Every record: registered with dataclasses (``@record``) or listing its fields (``@plain_record``)."""
     found = {}
     for name in MODULES:
         mod = importlib.import_module(name)
         for obj in vars(mod).values():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name:
+            if isinstance(obj, type) and obj.__module__ == name and obj not in (Record, Frozen) and (
+                    dataclasses.is_dataclass(obj) or "__match_args__" in vars(obj)):
                 found[f"{name}.{obj.__qualname__}"] = obj
     return found
+
+
+def _fields(cls):
+    """The fields of a record as ``dataclasses`` sees them: a plain record's own annotations and
+    class-level defaults, read through a copy of its class that ``dataclasses`` processes."""
+    if dataclasses.is_dataclass(cls):
+        return dataclasses.fields(cls)
+    ann = vars(cls)["__annotations__"]
+    ns = {"__annotations__": dict(ann), "__module__": cls.__module__}
+    ns.update({n: vars(cls)[n] for n in ann if n in vars(cls)})
+    return dataclasses.fields(dataclasses.dataclass(init=False, repr=False, eq=False)(type(cls.__name__, (), ns)))
+
+
+def _replace(obj, **changes):
+    return dataclasses.replace(obj, **changes) if dataclasses.is_dataclass(obj) else _record.replace(obj, **changes)
+
+
+def _asdict(obj):
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else {f.name: getattr(obj, f.name)
+                                                                         for f in _fields(type(obj))}
 
 
 RECORDS = _records()
@@ -47,6 +70,11 @@ def test_the_package_defines_its_dataclasses_as_records():
 
     generated = {n: generated(c) for n, c in RECORDS.items()}
     assert {n: ms for n, ms in generated.items() if ms} == {}
+    # what users build (the spec, size expressions) stays a dataclass for them; the internal records
+    # are not registered with dataclasses (that registration alone cost ~1 ms of every import)
+    public = {n for n in RECORDS if n.startswith(("trt_kernels.spec.", "trt_kernels.expr."))}
+    assert {n for n, c in RECORDS.items() if dataclasses.is_dataclass(c)} == public
+    assert len(RECORDS) - len(public) >= 15
     # issue 20's (scalar defaults and tuples, Scalar() leaves, type parameters, size checks) and the
     # compiled launcher's records are among them
     assert {"trt_kernels.spec.ScalarInput", "trt_kernels.expr.Scalar", "trt_kernels.expr.ScalarOf",
@@ -62,7 +90,7 @@ def test_new_fields_keep_their_defaults():
     assert ScalarInput("pads", (int, 4)) == ScalarInput("pads", (int, 4), None)
     spec = KernelSpec("src", "k")
     assert spec.type_params is None and tuple(spec.checks) == ()
-    fields = {f.name: f.default for f in dataclasses.fields(Signature)}
+    fields = {f.name: f.default for f in _fields(Signature)}
     assert fields["type_params"] == ("T",) and fields["checks"] == ()
 
 
@@ -93,7 +121,7 @@ def _reference(cls):
     """What ``@dataclass`` makes of ``cls``'s fields (frozen for a Frozen record; with ``eq`` unless the
     record keeps identity comparison)."""
     ns = {"__annotations__": {}, "__qualname__": cls.__qualname__, "__module__": cls.__module__}
-    for f in dataclasses.fields(cls):
+    for f in _fields(cls):
         ns["__annotations__"][f.name] = f.type
         if f.default is not dataclasses.MISSING:
             ns[f.name] = f.default
@@ -104,7 +132,7 @@ def _reference(cls):
 
 
 def _values(cls, tag):
-    return {f.name: (tag, i, f.name) for i, f in enumerate(dataclasses.fields(cls))}
+    return {f.name: (tag, i, f.name) for i, f in enumerate(_fields(cls))}
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))
@@ -125,10 +153,10 @@ def test_a_record_behaves_as_its_dataclass(name):
     assert {k: getattr(a, k) for k in vals} == vals
     assert repr(a) == repr(r)
     # only what has no default given: the defaults, and a fresh object from each factory
-    required = {f.name: vals[f.name] for f in dataclasses.fields(cls)
+    required = {f.name: vals[f.name] for f in _fields(cls)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     d1, d2, rd = cls(**required), cls(**required), ref(**required)
-    for f in dataclasses.fields(cls):
+    for f in _fields(cls):
         got, want = getattr(d1, f.name), getattr(rd, f.name)
         if f.name == "_lock":  # a fresh lock each: compare kinds
             assert type(got) is type(want)
@@ -162,9 +190,9 @@ def test_a_record_behaves_as_its_dataclass(name):
         m = cls(**vals)
         setattr(m, first, ("b", "set"))
         assert getattr(m, first) == ("b", "set")
-    b = dataclasses.replace(a, **{first: ("b", "replaced")})
+    b = _replace(a, **{first: ("b", "replaced")})
     assert type(b) is cls and getattr(b, first) == ("b", "replaced")
     assert all(getattr(b, k) == v for k, v in vals.items() if k != first)
     for c in (copy.copy(a), copy.deepcopy(a)):
         assert type(c) is cls and all(getattr(c, k) == v for k, v in vals.items())
-    assert dataclasses.asdict(a) == dataclasses.asdict(r) == vals
+    assert _asdict(a) == dataclasses.asdict(r) == vals
