@@ -301,6 +301,7 @@ def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -
         "plan": _plan(kop, {k: v for k, v in ranks.items() if k in kop.sig.tensor_names},
                       arch if kop.source.needs_arch else None),
         "dtypes": [_dt.label(t, kop.sig.type_params) for t in kop.dtypes],
+        "checks": [c.label for c in kop.sig.checks],  # size relations between inputs, as declared
         "tactics": _tactics(kop),
         "cache": cache,
         "tensorrt": _tensorrt(kop, trt_state, binary),
@@ -373,6 +374,8 @@ def format_op(d: Dict[str, Any]) -> str:
                 f"{o['dtype']}")
         add(f"    arguments   ({', '.join(p['arguments'])})")
     add(f"  dtypes        {', '.join(d['dtypes'])}")
+    if d["checks"]:
+        add(f"  checks        {'; '.join(d['checks'])}")
     tac = "; ".join(f"{t['id']}: block ({', '.join(map(str, t['block']))})" if t["block"] else f"{t['id']}: {t['note']}"
                     for t in d["tactics"])
     add(f"  tactics       {tac}")

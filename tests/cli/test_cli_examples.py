@@ -46,7 +46,10 @@ def _needs(name):
 def runs(tmp_path_factory):
     """Every command of this file, started together (they are independent; one cache each)."""
     cmds = {"inspect": ["-m", "trt_kernels", "inspect", "examples/cuda_kernel_op.py", "--arch", "sm_90", "--json"],
-            "status": ["-m", "trt_kernels", "status", "examples/cuda_kernel_op.py"]}
+            "status": ["-m", "trt_kernels", "status", "examples/cuda_kernel_op.py"],
+            "inspect checks": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90"],
+            "inspect checks json": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90",
+                                    "--json"]}
     code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='imported'); print('imported')"
     for name in EXAMPLES:
         if name == "triton_kernel_op" and importlib.util.find_spec("triton") is None:
@@ -77,6 +80,16 @@ def test_seed_example_status_and_inspect_need_no_gpu(runs):
     assert [d["overrides"] for d in ins["ops"] if d["op"] == "kern_ex::repeat2"] == [["meta_fn", "eager_fn", "aot_fn"]]
     listed = [line.split("(")[0] for line in runs["status"].stdout.splitlines() if line.startswith("kern_ex::")]
     assert listed == SEED_OPS, runs["status"].stdout
+
+
+def test_inspect_shows_an_ops_size_checks(runs):
+    """An op declared with ``checks=`` shows them in ``inspect`` (text and JSON); one without shows none."""
+    for k in ("inspect checks", "inspect checks json"):
+        assert runs[k].returncode == 0, f"{k}:\n{_tail(runs[k].stderr)}"
+    assert "  checks        SameDim(('x', -1), ('w', 0))" in runs["inspect checks"].stdout.splitlines()
+    (op,) = json.loads(runs["inspect checks json"].stdout)["ops"]
+    assert op["checks"] == ["SameDim(('x', -1), ('w', 0))"]
+    assert all(d["checks"] == [] for d in json.loads(runs["inspect"].stdout)["ops"])
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
