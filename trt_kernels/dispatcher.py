@@ -149,7 +149,7 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     :data:`MAX_INLINED` keys), so the common call runs one Python frame: the guard, the checks,
     the allocation and the launch, with no key tuple, dictionary lookup or second call. The
     function object registered with torch stays the same; only its ``__code__`` changes, and
-    any key without an inlined body still takes the lookup. Launchers from :func:`build_launcher`
+    any key without an inlined body still takes the lookup (one more frame). Launchers from :func:`build_launcher`
     carry ``rebuild(prefix)``, which writes their body again under the prefix used here.
     """
     kinds = kop.sig.arg_kinds
@@ -159,18 +159,6 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     # torch leaves out trailing arguments equal to their schema defaults: they default here too
     first_default = len(kinds) - len(kop.defaults)
     signature = ", ".join(f"a{i}" if i < first_default else f"a{i}={g}_default{i}" for i in range(len(kinds)))
-    if len(tpos) == 1:
-        key = f"(a{tpos[0]}.dtype, a{tpos[0]}.dim())"
-    else:
-        key = "(" + ", ".join([f"a{p}.dtype" for p in tpos] + [f"a{p}.dim()" for p in tpos]) + ")"
-    lookup = [
-        f"    key = {key}",
-        f"    fn = {g}_get(key)",
-        "    if fn is None:",
-        f"        fn = {g}_new(key, ({params},))",
-        f"        {g}_specialize(key, fn)",
-        f"    return fn({params})",
-    ]
     defaults = tuple(kop.defaults)
     ns: Dict[str, Any] = {f"{g}_get": entries.get, f"{g}_nargs": len(kinds), f"{g}_defaults": defaults,
                           f"{g}_first_default": first_default, f"{g}_key": _key_reader(tpos)}
@@ -181,6 +169,9 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     label = f"<trt_kernels dispatcher {kop.op_name}>"
     if shell is None:
         shell = new_shell(kop.op_name)
+    # the lookup, as its own function over the shell's globals: what the shell runs until the first
+    # call, and where the code with inlined launchers sends any other key
+    ns[f"{g}_lookup"] = types.FunctionType(_template(_tpl_lookup, g, label), shell.__globals__, "dispatch")
 
     def new(key, args):
         return new_entry(key, args)
@@ -195,7 +186,7 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
                 ns[f"{g}_key{i}_{j}"] = dt
             lines.append(f"    if {' and '.join(guard)}:")
             lines += ["    " + ln for ln in parts.body]
-        return "\n".join(lines + lookup) + "\n"
+        return "\n".join(lines + [f"    return {g}_lookup({params})"]) + "\n"
 
     def specialize(key, fn):
         rebuild = getattr(fn, "rebuild", None)
@@ -216,7 +207,7 @@ def build_dispatcher(kop, entries: Dict, new_entry: Callable, *, inline: bool = 
     ns[f"{g}_specialize"] = specialize
     _forget_declaration(shell)
     # until the first call the lookup is this module's template: declaring compiles nothing
-    _install(shell, _template(_tpl_lookup, g, label), ns, g, ())
+    _install(shell, ns[f"{g}_lookup"].__code__, ns, g, ())
     shell.source = ""  # no generated source yet
     shell.inlined = inlined
     shell.launchers = entries
