@@ -13,11 +13,12 @@ from __future__ import annotations
 import struct
 import threading
 from dataclasses import field
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from . import dtypes as _dt
+from . import native
 from ._record import FACTORY, Record, plain_record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
@@ -299,7 +300,7 @@ def make_cpu_impl(kop: KernelOp):
 # ---------------- eager CUDA ----------------
 
 
-def make_cuda_impl(kop: KernelOp, shell=None):
+def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     """The eager CUDA kernel: look up (or build) the launcher for the inputs' dtype and ranks.
 
     Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
@@ -328,9 +329,14 @@ def make_cuda_impl(kop: KernelOp, shell=None):
                 dev = ts[0].get_device()
                 kernel = kop.loaded_kernel(kdt, dev)
                 image = kop.image(kdt, 1, _arch_of(kop, dev))
-                fn = build_launcher(kop, kdt, plan, kop.sig.out_dtypes(in_dtypes), in_dtypes, kernel,
-                                    scratch=image.scratch)
+                out_dtypes = kop.sig.out_dtypes(in_dtypes)
+                fn = build_launcher(kop, kdt, plan, out_dtypes, in_dtypes, kernel, scratch=image.scratch)
                 entries[key] = fn
+                slot = definition.native if definition is not None else None
+                if slot is not None:  # the native kernel launches this key from now on
+                    kernel.handle(dev)
+                    native.add_variant(slot, kop, key, plan, out_dtypes, kernel, kop.sig.param_codes(kdt),
+                                       image.scratch)
         return fn
 
     impl = build_dispatcher(kop, entries, new_entry, shell=shell)
@@ -458,18 +464,21 @@ class _Definition(Record):
     def_lib: Any
     kernel_lib: Any = None
     autograd: bool = False
-    shell: Any = None  # the CUDA kernel torch calls (dispatcher.new_shell)
+    shell: Any = None  # the Python CUDA kernel (dispatcher.new_shell)
     boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
     why: str = ""  # what a call gets while no declaration is current
+    native: Optional[int] = None  # the native kernel's slot, where torch calls it in place of the shell
 
     def __init__(self, op_name: str, schema: str, def_lib: Any, kernel_lib: Any = None, autograd: bool = False,
-                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "") -> None:
+                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "", native: Optional[int] = None
+                 ) -> None:
         self.op_name = op_name
         self.schema = schema
         self.def_lib = def_lib
         self.kernel_lib = kernel_lib
         self.autograd = autograd
         self.shell = shell
+        self.native = native
         self.boxes = {} if boxes is FACTORY else boxes
         self.why = why
 
@@ -522,8 +531,11 @@ def _foreign(op_name: str) -> bool:
         return False
 
 
-def _register_kernels(d: _Definition, ns: str, name: str, autograd: bool):
-    """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd)."""
+def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
+    """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd). The CUDA
+    kernel is the native one where it can be had (:mod:`trt_kernels.native`, with the shell behind
+    it), else the shell."""
+    ns, name = kop.namespace, kop.name
     lib = torch.library.Library(ns, "FRAGMENT")
     try:
         # torch records where a fake impl was registered, for its messages, by inspecting the frame
@@ -533,15 +545,24 @@ def _register_kernels(d: _Definition, ns: str, name: str, autograd: bool):
         # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
         # rather than this one as where the fake impl was registered.
         torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
-        lib.impl(name, d.shell, "CUDA")
+        d.native = native.register(kop, d.shell)
+        if d.native is None:
+            lib.impl(name, d.shell, "CUDA")
         lib.impl(name, d.boxed("cpu"), "CPU")
         if autograd:
             torch.library.register_autograd(d.op_name, d.boxed("backward"), setup_context=d.boxed("setup_context"),
                                             lib=lib)
     except Exception:
+        _drop_native(d)
         lib._destroy()
         raise
     return lib
+
+
+def _drop_native(d: _Definition) -> None:
+    if d.native is not None:
+        native.release(d.native)
+        d.native = None
 
 
 def _point(d: _Definition, kop: KernelOp) -> None:
@@ -553,7 +574,7 @@ def _point(d: _Definition, kop: KernelOp) -> None:
             names["check"] = make_size_check(kop)
         retarget(d.shell, names, f"<trt_kernels eager_fn {kop.op_name}>")
     else:
-        make_cuda_impl(kop, shell=d.shell)
+        make_cuda_impl(kop, shell=d.shell, definition=d)
     kop.cuda_impl = d.shell
     fake = make_fake_impl(kop) if kop.meta_fn is None else _checked_meta_fn(kop) if kop.sig.checks else kop.meta_fn
     roles = {"fake": fake, "cpu": make_cpu_impl(kop)}
@@ -587,12 +608,15 @@ def register(kop: KernelOp) -> None:
                             "Fix: choose another name") from None
         d = _DEFS[op] = _Definition(op_name=op, schema=kop.schema, def_lib=lib, shell=new_shell(op))
     elif d.autograd != autograd and d.kernel_lib is not None:  # autograd comes or goes: new kernels
+        _drop_native(d)
         d.kernel_lib._destroy()
         d.kernel_lib = None
     _point(d, kop)
     if d.kernel_lib is None:
-        d.kernel_lib = _register_kernels(d, kop.namespace, kop.name, autograd)
+        d.kernel_lib = _register_kernels(d, kop, autograd)
         d.autograd = autograd
+    if d.native is not None:  # its launches become native as this declaration's launchers are built
+        native.reset(d.native, kop)
     kop.library = d.kernel_lib
 
 
@@ -607,6 +631,8 @@ def unregister(kop: KernelOp) -> None:
     d.why = f"{kop.op_name} was unregistered (trt_kernels.unregister). Fix: declare it again before calling it"
     for box in d.boxes.values():
         box[0] = None
+    if d.native is not None:
+        native.reset(d.native, None)
     release_dispatcher(d.shell, d.why, UnregisteredOpError)
 
 
@@ -618,6 +644,7 @@ def forget(op_name: str) -> None:
         for box in d.boxes.values():
             box[0] = None
         release_dispatcher(d.shell, d.why, UnregisteredOpError)
+        _drop_native(d)
         for lib in (d.kernel_lib, d.def_lib):
             if lib is not None:
                 lib._destroy()

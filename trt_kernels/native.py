@@ -1,0 +1,504 @@
+"""The native eager kernel: an op's CUDA kernel that torch's dispatcher calls without entering Python.
+
+``trt_kernels/_cnative.cpp`` is a small C++ extension registered through torch's stable C ABI
+(``aoti_torch_library_impl``) as the op's CUDA kernel in place of the Python function
+(:mod:`trt_kernels.dispatcher`). For each (input dtypes, ranks) the Python launcher has been
+built for, it gets the same launch as data (:func:`add_variant`: the size expressions as a small
+bytecode, the checks, the outputs to allocate and the kernel's parameters) and launches a call
+itself when every check passes; any other call, including every call that raises, goes to the
+Python function, whose exception torch gets unchanged. So each call either launches exactly what
+the Python launcher would, or is the Python launcher's.
+
+Built at an op's first declaration in a process whose torch has CUDA, with the system C++
+compiler (``$CXX``, sysconfig's ``CXX``, ``g++``, ``clang++``, ``c++``) against Python's headers
+and the pybind11 headers torch ships, and kept in the disk cache next to the compiled launcher::
+
+    <cache>/launcher/<key: 64 hex><EXT_SUFFIX>    key = SHA-256(source, Python ABI, platform, torch version)
+
+A later process loads it without a compiler. Where it cannot be had (no C++ compiler, a torch
+without CUDA or without the stable ABI functions, ``TRT_KERNELS_NATIVE=0``, the cache refused),
+ops are registered with the Python function as before and ``trt-kernels doctor`` / ``status``
+say why (:func:`describe`). Kernels whose launch it does not model (a scalar tuple input,
+scratch buffers, an ``eager_fn``, launchers built with :func:`trt_kernels.launcher.using`)
+always take the Python function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from ._record import Frozen, plain_record
+
+_LOG = logging.getLogger("trt_kernels")
+
+SOURCE = Path(__file__).with_name("_cnative.cpp")
+MODULE = "_cnative"
+ABI = 1  # the C++ file's TRTK_NATIVE_ABI
+BUILD_TIMEOUT_S = 300
+ENV = "TRT_KERNELS_NATIVE"
+
+# the C++ file's enums
+KIND = {"tensor": 0, float: 1, int: 2, bool: 3}
+(OP_CONST, OP_NUMEL, OP_DIM, OP_SCALAR, OP_ADD, OP_SUB, OP_MUL, OP_FLOORDIV, OP_CDIV, OP_MAX, OP_MIN, OP_STORE,
+ OP_CHECK_EQ, OP_CHECK_SHAPE) = range(1, 15)
+_BINOPS = {"add": OP_ADD, "sub": OP_SUB, "mul": OP_MUL, "floordiv": OP_FLOORDIV, "cdiv": OP_CDIV, "max": OP_MAX,
+           "min": OP_MIN}
+SRC_TENSOR, SRC_SCALAR, SRC_REG, SRC_OUTPUT = range(4)
+
+
+@plain_record
+class Native(Frozen):
+    """The outcome of preparing the native kernel: ``module`` (None where it cannot be used) and why."""
+
+    module: Any
+    reason: str
+    path: Optional[str] = None
+
+    def __init__(self, module: Any, reason: str, path: Optional[str] = None) -> None:
+        self.__dict__.update(module=module, reason=reason, path=path)
+
+
+_LOCK = threading.RLock()
+_prepared: Optional[Native] = None
+_enabled = True
+_owner: Dict[int, Any] = {}  # slot -> weak reference to the declaration whose launches it may take
+_entry: Optional[int] = None
+
+
+# ---------------- choosing ----------------
+
+
+def enabled() -> bool:
+    """Whether ops declared from now on get the native kernel (where it can be had)."""
+    return _enabled and os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """``with native.disabled(): ...``: ops *defined* in the block are registered with the Python
+    kernel only (an op's kernel is chosen when its name is first defined). Benchmarks and tests
+    use it to compare the two."""
+    global _enabled
+    with _LOCK:
+        prev, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _enabled = prev
+
+
+def eligible(kop) -> Optional[str]:
+    """None if ``kop``'s signature can be served natively, else why not."""
+    from .signature import scalar_len, scalar_type
+
+    if kop.eager_fn is not None:
+        return "it has an eager_fn"
+    if not kop.sig.tensor_pos or len(kop.sig.arg_kinds) > 64 or len(kop.sig.tensor_pos) > 16:
+        return "its inputs"
+    for d in kop.sig.scalar_decls:
+        if scalar_len(d) is not None or scalar_type(d) not in (float, int, bool):
+            return f"scalar input {d.name!r} is a tuple"
+    if not kop.sig.has_outputs or not kop.sig.has_geometry:
+        return "it declares no outputs or no geometry"
+    return None
+
+
+def _kinds(kop) -> bytes:
+    from .signature import scalar_type
+
+    it = iter(kop.sig.scalar_decls)
+    return bytes(KIND["tensor"] if k == "tensor" else KIND[scalar_type(next(it))] for k in kop.sig.arg_kinds)
+
+
+# ---------------- per op ----------------
+
+
+def register(kop, shell) -> Optional[int]:
+    """Register the native kernel as ``kop``'s CUDA kernel (its Python kernel ``shell`` behind it):
+    the slot, or None where it cannot (then the caller registers ``shell``)."""
+    if not enabled() or eligible(kop) is not None:
+        return None
+    nat = prepare()
+    if nat.module is None:
+        return None
+    try:
+        with _LOCK:
+            return int(nat.module.register(kop.namespace, kop.name, "CUDA", 1, shell, _kinds(kop)))
+    except (RuntimeError, ValueError) as e:
+        _LOG.warning("trt_kernels: %s gets the Python kernel: %s", kop.op_name, e)
+        return None
+
+
+def reset(slot: int, kop) -> None:
+    """The declaration ``kop`` (or None: unregistered) is what the slot's op runs now: no native
+    launch until its own launchers are built."""
+    mod = _prepared.module
+    with _LOCK:
+        _owner[slot] = weakref.ref(kop) if kop is not None else None
+        no_backward = kop is None or kop.backward is None
+        mod.reset(slot, len(kop.sig.outputs) if kop is not None else 0, no_backward)
+
+
+def release(slot: int) -> None:
+    """The op's kernels are removed from torch: its native registration too."""
+    with _LOCK:
+        _owner.pop(slot, None)
+        _prepared.module.release(slot)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _dtype_code(dt) -> int:
+    name = str(dt).rsplit(".", 1)[-1]
+    code = _prepared.module.dtype_code(_torch_lib("torch_cpu"), name)
+    if code is None:
+        raise _Unsupported(f"dtype {dt}")
+    return int(code)
+
+
+def _emit(e, out: List[int]) -> None:
+    from .expr import BinOp, Const, Dim, NumelOf, ScalarOf
+
+    if isinstance(e, Const):
+        out += [OP_CONST, int(e.value)]
+    elif isinstance(e, NumelOf):
+        out += [OP_NUMEL, int(e.tensor)]
+    elif isinstance(e, Dim):
+        out += [OP_DIM, int(e.tensor), int(e.axis)]
+    elif isinstance(e, ScalarOf):
+        if e.index is not None:
+            raise _Unsupported("a size read from a tuple input")
+        out += [OP_SCALAR, int(e.scalar)]
+    elif isinstance(e, BinOp) and e.op in _BINOPS:
+        _emit(e.lhs, out)
+        _emit(e.rhs, out)
+        out.append(_BINOPS[e.op])
+    else:
+        raise _Unsupported(f"expression {e!r}")
+
+
+def encode(kop, plan, out_dtypes, codes: List[str]) -> Dict[str, Any]:
+    """The native form of one (dtype, ranks) launch of ``kop`` (what :func:`trt_kernels.fastpath.launcher_parts`
+    writes as Python): registers, bytecode, outputs and parameters. Raises _Unsupported."""
+    code: List[int] = []
+    for c in plan.checks:
+        if c.kind == "shape":
+            for t in c.tensors[1:]:
+                code += [OP_CHECK_SHAPE, int(c.tensors[0]), int(t)]
+        else:
+            for a, b in c.pairs:
+                _emit(a, code)
+                _emit(b, code)
+                code.append(OP_CHECK_EQ)
+    regs = 0
+
+    def store(e) -> int:
+        nonlocal regs
+        _emit(e, code)
+        code.extend((OP_STORE, regs))
+        regs += 1
+        return regs - 1
+
+    extras = [store(e) for e in plan.extras]
+    grid = [store(e) for e in plan.grid]
+    smem = store(plan.shared_mem)
+    outs = []
+    for i, o in enumerate(plan.outputs):
+        dims = [] if o.like is not None else [store(e) for e in o.shape]
+        outs.append((-1 if o.like is None else int(o.like), _dtype_code(out_dtypes[i]), tuple(dims)))
+    if regs > 256 or len(code) > 4096:
+        raise _Unsupported("too many sizes")
+    nt, ns = len(kop.sig.tensor_pos), len(kop.sig.scalar_decls)
+    sources = ([(SRC_TENSOR, t) for t in range(nt)] + [(SRC_SCALAR, s) for s in range(ns)]
+               + [(SRC_REG, r) for r in extras] + [(SRC_OUTPUT, o) for o in range(len(plan.outputs))])
+    if len(sources) != len(codes):
+        raise _Unsupported("the parameters")
+    params = [(c, src, idx) for c, (src, idx) in zip(codes, sources)]
+    return {"code": code, "extras": extras, "grid": grid, "smem": smem, "block": tuple(plan.block), "outs": outs,
+            "params": params}
+
+
+def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str], scratch) -> bool:
+    """Let the slot launch calls with ``key`` (the dispatcher's: input dtypes, then ranks) natively:
+    what the Python launcher for that key does. False (the Python launcher keeps them) where the
+    launch is not one it models, or ``kop`` is no longer the op's declaration."""
+    from . import launcher
+
+    if any(size > 0 for size, _ in scratch) or launcher.preference() != "auto":
+        return False
+    with _LOCK:
+        ref = _owner.get(slot)
+        if ref is None or ref() is not kop:
+            return False
+        try:
+            enc = encode(kop, plan, out_dtypes, codes)
+            nt = len(kop.sig.tensor_pos)
+            dtypes = [_dtype_code(dt) for dt in key[:nt]]
+        except _Unsupported as e:
+            _LOG.debug("trt_kernels: %s %s launches from Python: %s", kop.op_name, key, e)
+            return False
+        _prepared.module.add_variant(slot, dtypes, list(key[nt:]), enc["code"], enc["extras"], enc["grid"],
+                                     enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
+                                     kernel._handles)
+    return True
+
+
+def variants(slot: int) -> int:
+    """How many (dtype, ranks) keys the slot launches natively."""
+    return int(_prepared.module.variants(slot))
+
+
+def _driver_entry() -> int:
+    global _entry
+    if _entry is None:
+        from .launcher import driver_entry
+
+        _entry = driver_entry()
+    return _entry
+
+
+# ---------------- preparing (once per process) ----------------
+
+
+def _torch_lib(name: str) -> str:
+    import torch
+
+    return os.path.join(os.path.dirname(torch.__file__), "lib", f"lib{name}.so")
+
+
+def prepare() -> Native:
+    """Build or load the native kernel module and resolve torch's functions, once per process (never
+    raises: a failure is ``Native(None, why)``, logged once)."""
+    global _prepared
+    nat = _prepared
+    if nat is not None:
+        return nat
+    with _LOCK:
+        if _prepared is None:
+            nat = _prepare()
+            if nat.module is None:
+                _LOG.warning("trt_kernels: ops are registered with the Python eager kernel, not the native one: %s "
+                             "(said once; `trt-kernels doctor` shows it)", nat.reason)
+            _prepared = nat
+        return _prepared
+
+
+def _prepare(need_cuda: bool = True) -> Native:
+    """``need_cuda=False`` (tests on a machine without CUDA): the module, with torch's CPU functions only."""
+    import torch
+
+    if sys.platform != "linux":
+        return Native(None, f"native kernels are built on Linux only (this is {sys.platform})")
+    if need_cuda and torch.version.cuda is None:
+        return Native(None, f"this torch ({torch.__version__}) has no CUDA")
+    aoti = getattr(torch._C, "_aoti", None)
+    steal = getattr(aoti, "alloc_tensor_by_stealing_from_void_ptr", None)
+    alloc = getattr(aoti, "unsafe_alloc_void_ptr_from_tensor", None)
+    if steal is None or alloc is None:
+        return Native(None, f"this torch ({torch.__version__}) lacks torch._C._aoti's tensor handle functions")
+    from .cache_store import cache_dir
+
+    mod, reason, path = load(cache_dir())
+    if mod is None:
+        return Native(None, reason)
+    missing = mod.init(_torch_lib("c10"), _torch_lib("torch_cpu"), _torch_lib("torch_cuda"), steal, alloc)
+    if missing is not None:
+        return Native(None, f"torch's stable C ABI function {missing} was not found")
+    if need_cuda and not mod.has_cuda():
+        return Native(None, "torch's aoti_torch_get_current_cuda_stream was not found in libtorch_cuda")
+    return Native(mod, reason, path)
+
+
+def describe() -> Dict[str, str]:
+    """``{"native": "yes" | "no", "reason": ...}`` for ``status`` / ``doctor``, without building anything."""
+    if not enabled():
+        return {"native": "no", "reason": f"turned off ({ENV}=0 or native.disabled())"}
+    nat = _prepared
+    if nat is not None:
+        return {"native": "yes" if nat.module is not None else "no", "reason": nat.reason}
+    import torch
+
+    if torch.version.cuda is None:
+        return {"native": "no", "reason": f"this torch ({torch.__version__}) has no CUDA"}
+    from .cache_store import cache_dir
+
+    root = cache_dir()
+    path = module_path(root) if root is not None else None
+    if path is not None and path.is_file():
+        return {"native": "yes", "reason": f"in the cache ({path}); loaded at the first declaration"}
+    cxx, origin = find_compiler()
+    if cxx is None:
+        return {"native": "no", "reason": origin}
+    return {"native": "yes", "reason": f"built with {origin} at the first declaration"}
+
+
+# ---------------- building and loading ----------------
+
+
+def abi_tag() -> Tuple[str, str, str]:
+    """The interpreter's cache tag and extension suffix (the Python ABI) and the platform (as the
+    compiled launcher's cache key has them; not imported from it, which waits for the first launch)."""
+    import sysconfig
+
+    return (str(sys.implementation.cache_tag), str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"),
+            str(sysconfig.get_platform()))
+
+
+def cache_key(source: Optional[bytes] = None) -> str:
+    import torch
+
+    h = hashlib.sha256()
+    h.update(b"trt_kernels native kernel\0")
+    h.update(source if source is not None else SOURCE.read_bytes())
+    for part in abi_tag() + (torch.__version__, str(torch.version.git_version), str(_cxx11_abi())):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
+
+
+def module_path(root: Path, source: Optional[bytes] = None) -> Path:
+    return root / "launcher" / f"{cache_key(source)}{abi_tag()[1]}"
+
+
+def _cxx11_abi() -> int:
+    import torch
+
+    return int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+
+
+def find_compiler() -> Tuple[Optional[List[str]], str]:
+    """``(argv of the C++ compiler, where it came from)`` or ``(None, why)``: ``$CXX`` (only it, when
+    set), then sysconfig's ``CXX``, then g++, clang++, c++."""
+    import shlex
+    import shutil
+    import sysconfig
+
+    env = os.environ.get("CXX", "").strip()
+    if env:
+        argv = shlex.split(env) if env else []
+        if argv and shutil.which(argv[0]):
+            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"$CXX={env}"
+        return None, f"the C++ compiler $CXX={env!r} was not found"
+    cfg = str(sysconfig.get_config_var("CXX") or "").strip()
+    try:
+        argv = shlex.split(cfg)
+    except ValueError:
+        argv = []
+    if argv and shutil.which(argv[0]):
+        return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"sysconfig CXX={cfg}"
+    for name in ("g++", "clang++", "c++"):
+        path = shutil.which(name)
+        if path:
+            return [path], name
+    return None, "no C++ compiler found (tried $CXX, sysconfig's CXX, g++, clang++, c++); set CXX or install g++"
+
+
+def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
+    import subprocess
+    import tempfile
+
+    import torch
+
+    from .launcher import python_includes
+
+    cxx, origin = find_compiler()
+    if cxx is None:
+        return False, origin
+    includes, missing = python_includes()
+    if missing:
+        return False, missing
+    torch_inc = os.path.join(os.path.dirname(torch.__file__), "include")
+    if not os.path.isfile(os.path.join(torch_inc, "pybind11", "pybind11.h")):
+        return False, f"torch's pybind11 headers are missing ({torch_inc}/pybind11)"
+    with tempfile.TemporaryDirectory(prefix="trt_kernels_native_") as tmp:
+        src = os.path.join(tmp, "_cnative.cpp")
+        with open(src, "wb") as f:
+            f.write(source)
+        argv = cxx + ["-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden", "-DPYBIND11_SIMPLE_GIL_MANAGEMENT",
+                      f"-D_GLIBCXX_USE_CXX11_ABI={_cxx11_abi()}", *[f"-I{d}" for d in includes], f"-I{torch_inc}",
+                      src, "-o", str(out)]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"the C++ compiler ({origin}) could not be run: {type(e).__name__}: {e}"
+    if r.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in (r.stderr or r.stdout or "").strip().splitlines()[-4:])
+        return False, f"the C++ compiler ({origin}) failed with exit status {r.returncode}: {tail}"
+    return True, origin
+
+
+def import_module(path: Path):
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader(f"trt_kernels.{MODULE}", str(path))
+    spec = importlib.util.spec_from_file_location(f"trt_kernels.{MODULE}", str(path), loader=loader)
+    if spec is None:
+        raise ImportError(f"no import spec for {path}")
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "add_variant", None)):
+        raise ImportError(f"{path} is not this trt-kernels' native kernel (ABI {getattr(mod, 'ABI', None)})")
+    return mod
+
+
+def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
+    """``(module, how, path)`` from the cache under ``root`` (built into it first where absent), or
+    ``(None, why, None)``. ``root`` None (cache off): built into a temporary directory."""
+    import tempfile
+
+    try:
+        source = SOURCE.read_bytes()
+    except OSError as e:
+        return None, f"the native kernel's source {SOURCE} cannot be read ({e})", None
+    if root is None:
+        tmpdir = tempfile.mkdtemp(prefix="trt_kernels_native_")
+        path = Path(tmpdir) / f"{MODULE}.so"
+        ok, how = compile_module(path, source)
+        try:
+            return (import_module(path), f"built with {how}, not cached (TRT_KERNELS_CACHE=0)", None) if ok else (
+                None, how, None)
+        except Exception as e:  # noqa: BLE001
+            return None, f"the native kernel was built but does not load ({type(e).__name__}: {e})", None
+        finally:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)  # a loaded shared object stays mapped
+    path = module_path(root, source)
+    if path.is_file():
+        try:
+            return import_module(path), f"loaded from the cache ({path})", str(path)
+        except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
+            _LOG.warning("trt_kernels: the cached native kernel %s cannot be loaded (%s); rebuilding it", path, e)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        return None, f"the cache directory {path.parent} cannot be written ({e})", None
+    try:
+        ok, how = compile_module(Path(tmp), source)
+        if not ok:
+            return None, how, None
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    try:
+        return import_module(path), f"built with {how} into the cache ({path})", str(path)
+    except Exception as e:  # noqa: BLE001
+        return None, f"the native kernel {path} was built but does not load ({type(e).__name__}: {e})", None
