@@ -159,9 +159,9 @@ class _Unsupported(Exception):
     pass
 
 
-def _dtype_code(dt) -> int:
+def _dtype_code(dt, mod=None) -> int:
     name = str(dt).rsplit(".", 1)[-1]
-    code = _prepared.module.dtype_code(_torch_lib("torch_cpu"), name)
+    code = (mod or _prepared.module).dtype_code(_torch_lib("torch_cpu"), name)
     if code is None:
         raise _Unsupported(f"dtype {dt}")
     return int(code)
@@ -188,7 +188,7 @@ def _emit(e, out: List[int]) -> None:
         raise _Unsupported(f"expression {e!r}")
 
 
-def encode(kop, plan, out_dtypes, codes: List[str]) -> Dict[str, Any]:
+def encode(kop, plan, out_dtypes, codes: List[str], mod=None) -> Dict[str, Any]:
     """The native form of one (dtype, ranks) launch of ``kop`` (what :func:`trt_kernels.fastpath.launcher_parts`
     writes as Python): registers, bytecode, outputs and parameters. Raises _Unsupported."""
     code: List[int] = []
@@ -216,7 +216,7 @@ def encode(kop, plan, out_dtypes, codes: List[str]) -> Dict[str, Any]:
     outs = []
     for i, o in enumerate(plan.outputs):
         dims = [] if o.like is not None else [store(e) for e in o.shape]
-        outs.append((-1 if o.like is None else int(o.like), _dtype_code(out_dtypes[i]), tuple(dims)))
+        outs.append((-1 if o.like is None else int(o.like), _dtype_code(out_dtypes[i], mod), tuple(dims)))
     if regs > 256 or len(code) > 4096:
         raise _Unsupported("too many sizes")
     nt, ns = len(kop.sig.tensor_pos), len(kop.sig.scalar_decls)
@@ -287,7 +287,7 @@ def prepare() -> Native:
     with _LOCK:
         if _prepared is None:
             nat = _prepare()
-            if nat.module is None:
+            if nat.module is None and not nat.reason.startswith("this torch"):  # (a CPU torch launches nothing)
                 _LOG.warning("trt_kernels: ops are registered with the Python eager kernel, not the native one: %s "
                              "(said once; `trt-kernels doctor` shows it)", nat.reason)
             _prepared = nat
