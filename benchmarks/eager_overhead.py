@@ -2,12 +2,13 @@
 
 Rows, all at 1K float32 elements, medians of 21 timed batches of 2000 calls, interleaved:
   torch.sigmoid                        the bar (goal: ours <= 1.3x this, and below CuPy)
-  trt_kernels op, compiled launcher    torch.ops.kern_c.sigmoid(x) (the seed's case 1), its launcher
-                                       built with trt_kernels.launcher.using("compiled")
+  trt_kernels op, native kernel       torch.ops.kern_n.sigmoid(x) (the seed's case 1): the CUDA kernel torch
+                                       calls is trt_kernels' native one (trt_kernels/native.py)
   ... .default                         the OpOverload, as compiled graphs call it
-  trt_kernels op, cuda.bindings        torch.ops.kern_py.sigmoid(x), the same op with its launcher built
-                                       with trt_kernels.launcher.using("python") (cuda.bindings' cuLaunchKernel)
-  Triton op, both launchers            x * alpha + 1 through triton_kernel_op (tests/triton_kernels.py),
+  ... Python kernel + compiled launcher  the same op declared under native.disabled() (torch calls the Python
+                                       kernel), its launcher built with trt_kernels.launcher.using("compiled")
+  ... Python kernel + cuda.bindings    the same, with trt_kernels.launcher.using("python")
+  Triton op, the same three            x * alpha + 1 through triton_kernel_op (tests/triton_kernels.py),
                                        "not installed" without triton
   anchor launch method                 cuda.core ``launch`` with a stream wrapper built per call,
                                        as torch_tensorrt.kernels' eager path does (seed case 6)
@@ -66,7 +67,8 @@ def bench_all(fns: dict, calls=2000, reps=21) -> dict:
 
 
 GOAL = 1.3  # ours <= GOAL x torch.sigmoid per call
-COMPILED, PYTHON = "compiled launcher", "cuda.bindings launcher"
+NATIVE, COMPILED, PYTHON = "native kernel", "Python kernel + compiled launcher", "Python kernel + cuda.bindings"
+VARIANTS = (("n", "auto", NATIVE), ("c", "compiled", COMPILED), ("py", "python", PYTHON))
 
 
 def _twin_rows(fns, mode, label, op, x, args, launched_by):
@@ -76,8 +78,11 @@ def _twin_rows(fns, mode, label, op, x, args, launched_by):
 
 
 def _built_with(op_name: str) -> set:
-    from trt_kernels import registry
+    from trt_kernels import native, registry, torch_op
 
+    d = torch_op._DEFS[op_name]
+    if d.native is not None and native.variants(d.native):
+        return {"auto"}
     return {"compiled" if fn.claunch is not None else "python"
             for fn in registry.get(op_name).cuda_impl.launchers.values()}
 
@@ -91,7 +96,7 @@ def eager_rows():
     import seed_specs
     from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
-    from trt_kernels import launcher
+    from trt_kernels import launcher, native
 
     missing = {}
     dev = Device()
@@ -124,15 +129,20 @@ def eager_rows():
         import triton_kernels as tk  # imports triton
     except Exception as e:  # noqa: BLE001
         tk = None
-        for lab in (COMPILED, PYTHON):
+        for _, _, lab in VARIANTS:
             missing[f"Triton op, {lab}"] = missing[f"Triton op .default, {lab}"] = f"not installed ({type(e).__name__})"
 
-    # twins: the same ops, one's launchers built with the compiled launcher, the other's with cuda.bindings'
-    seed_specs.declare("kern_c")
-    seed_specs.declare("kern_py")
+    # triplets: the same ops with the native kernel, and with the Python kernel only (declared under
+    # native.disabled()), whose launchers are built with the compiled launcher or with cuda.bindings'
+    seed_specs.declare("kern_n")
     if tk is not None:
-        tk.declare_scale("tri_c::scale", tactics=False)
-        tk.declare_scale("tri_py::scale", tactics=False)
+        tk.declare_scale("tri_n::scale", tactics=False)
+    with native.disabled():
+        seed_specs.declare("kern_c")
+        seed_specs.declare("kern_py")
+        if tk is not None:
+            tk.declare_scale("tri_c::scale", tactics=False)
+            tk.declare_scale("tri_py::scale", tactics=False)
     twins = [("trt_kernels op", "kern_{}::sigmoid", (), lambda t: torch.sigmoid(t))]
     if tk is not None:
         twins.append(("Triton op", "tri_{}::scale", (0.5,), lambda t: t * 0.5 + 1.0))
@@ -141,7 +151,7 @@ def eager_rows():
         xi = torch.randn(N, device="cuda")
     ops = {}
     for label, pattern, args, ref in twins:
-        for tag, kind, launched_by in (("c", "compiled", COMPILED), ("py", "python", PYTHON)):
+        for tag, kind, launched_by in VARIANTS:
             name = pattern.format(tag)
             ns, short = name.split("::")
             op = getattr(getattr(torch.ops, ns), short)
@@ -153,14 +163,17 @@ def eager_rows():
             except ttk.LaunchError as e:  # the compiled launcher cannot be had here: say why
                 missing[f"{label}, {launched_by}"] = missing[f"{label} .default, {launched_by}"] = str(e)
                 continue
-            assert _built_with(name) == {kind}, (name, _built_with(name))
+            if _built_with(name) != {kind}:
+                why = native.describe()["reason"] if kind == "auto" else f"built with {_built_with(name)}"
+                missing[f"{label}, {launched_by}"] = missing[f"{label} .default, {launched_by}"] = f"not in use: {why}"
+                continue
             ops[(label, launched_by)] = (op, args)
     fns = {}
     for mode, t in (("grad", x), ("inference", xi)):
         torch.testing.assert_close(anchor_style(t), torch.sigmoid(t), atol=1e-6, rtol=1e-5)
         fns[(mode, "torch.sigmoid")] = lambda t=t: torch.sigmoid(t)
         for label, _, _, _ in twins:
-            for launched_by in (COMPILED, PYTHON):
+            for _, _, launched_by in VARIANTS:
                 if (label, launched_by) in ops:
                     op, args = ops[(label, launched_by)]
                     _twin_rows(fns, mode, label, op, t, args, launched_by)
@@ -182,7 +195,7 @@ def eager_rows():
 
 
 ROW_ORDER = ["torch.sigmoid"] + [f"{label}{d}, {lb}" for label in ("trt_kernels op", "Triton op")
-                                  for lb in (COMPILED, PYTHON) for d in ("", " .default")] + \
+                                  for _, _, lb in VARIANTS for d in ("", " .default")] + \
             ["anchor launch method", "CuPy RawKernel"]
 
 
@@ -206,7 +219,7 @@ def format_eager(eager: dict, missing: dict) -> str:
         row = eager[mode]
         bar = row["torch.sigmoid"]
         for label in ("trt_kernels op", "Triton op"):
-            for lb in (COMPILED, PYTHON):
+            for _, _, lb in VARIANTS:
                 got = [row[n] for n in (f"{label}, {lb}", f"{label} .default, {lb}") if n in row]
                 if not got:
                     continue
@@ -268,8 +281,12 @@ def main() -> None:
     cold, warm = registration_rows()
     from trt_kernels import launcher
 
+    from trt_kernels import native
+
     d = launcher.describe()
     print(f"compiled launcher of this process: {d['launcher']} ({d['reason']})")
+    d = native.describe()
+    print(f"native kernel of this process: {d['native']} ({d['reason']})")
     print()
     print(format_eager(eager, missing))
     print()

@@ -122,6 +122,7 @@ struct Slot {
   TorchLibraryHandle lib = nullptr;
   int32_t device_type = 1;
   bool used = false;
+  std::atomic<uint64_t> launches{0};  // calls launched here (not handed to Python)
 };
 
 Slot slots[kSlots];
@@ -379,6 +380,7 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
   for (int i = 0; i < p.ntensors; i++) api.delete_tensor(c.t[i]);
   for (int i = 0; i < p.nargs; i++) stack[i] = 0;
   for (int o = 0; o < p.nout; o++) stack[o] = (StableIValue)(uintptr_t)outs[o];
+  const_cast<Slot&>(s).launches.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -754,6 +756,14 @@ PyObject* py_variants(PyObject*, PyObject* args) {
   return PyLong_FromSize_t(s->prog.load()->variants.size());
 }
 
+PyObject* py_launches(PyObject*, PyObject* args) {
+  int i;
+  if (!PyArg_ParseTuple(args, "i", &i)) return nullptr;
+  Slot* s = slot_of(i);
+  if (!s) return nullptr;
+  return PyLong_FromUnsignedLongLong(s->launches.load());
+}
+
 PyObject* py_record_entry(PyObject*, PyObject*) { return PyLong_FromVoidPtr((void*)&record_launch); }
 
 PyObject* py_recorded(PyObject*, PyObject* args) {
@@ -779,6 +789,7 @@ PyMethodDef methods[] = {
     {"add_variant", py_add_variant, METH_VARARGS, "add_variant(slot, ...)"},
     {"release", py_release, METH_VARARGS, "release(slot)"},
     {"variants", py_variants, METH_VARARGS, "variants(slot) -> how many (dtype, ranks) keys launch natively"},
+    {"launches", py_launches, METH_VARARGS, "launches(slot) -> calls launched natively so far"},
     {"record_entry", py_record_entry, METH_NOARGS, "(tests) address of a launch function that records its call"},
     {"recorded", py_recorded, METH_VARARGS, "(tests) recorded([result]) -> the last recorded launch; sets its result"},
     {"slots", py_slots, METH_NOARGS, "(used, capacity)"},

@@ -259,6 +259,19 @@ def variants(slot: int) -> int:
     return int(_prepared.module.variants(slot))
 
 
+def launches(slot: int) -> int:
+    """How many calls the slot has launched natively (not handed to the Python kernel)."""
+    return int(_prepared.module.launches(slot))
+
+
+def slot_of(op_name: str) -> Optional[int]:
+    """The native kernel's slot of an op this package defined, or None (torch calls its Python kernel)."""
+    from . import torch_op
+
+    d = torch_op._DEFS.get(op_name)
+    return d.native if d is not None else None
+
+
 def _driver_entry() -> int:
     global _entry
     if _entry is None:

@@ -89,6 +89,7 @@ class NativeOp:
                         enc["block"], enc["outs"], enc["params"], mod.record_entry(), {0: FUNC})
         self.codes = kop.sig.param_codes(dtype)
         self.op = getattr(getattr(torch.ops, self.ns), "op")
+        self.launched = 0
         mod.recorded(0)
 
     def close(self):
@@ -138,6 +139,8 @@ def compare(nop, args):
         assert len(py_calls_by_native) == (1 if py is not None else 0)
         return "python"
     assert py_calls_by_native == []
+    assert nop.mod.launches(nop.slot) == nop.launched + 1
+    nop.launched += 1
     grid, block, smem, vals = nat
     assert (grid, block, smem) == py[:3]
     n_out = len(outs)
