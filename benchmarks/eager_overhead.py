@@ -80,8 +80,8 @@ def _twin_rows(fns, mode, label, op, x, args, launched_by):
 def _built_with(op_name: str) -> set:
     from trt_kernels import native, registry, torch_op
 
-    d = torch_op._DEFS[op_name]
-    if d.native is not None and native.variants(d.native):
+    slot = torch_op.native_slot(op_name)
+    if slot is not None and native.variants(slot):
         return {"auto"}
     return {"compiled" if fn.claunch is not None else "python"
             for fn in registry.get(op_name).cuda_impl.launchers.values()}

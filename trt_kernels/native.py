@@ -264,14 +264,6 @@ def launches(slot: int) -> int:
     return int(_prepared.module.launches(slot))
 
 
-def slot_of(op_name: str) -> Optional[int]:
-    """The native kernel's slot of an op this package defined, or None (torch calls its Python kernel)."""
-    from . import torch_op
-
-    d = torch_op._DEFS.get(op_name)
-    return d.native if d is not None else None
-
-
 def _driver_entry() -> int:
     global _entry
     if _entry is None:

@@ -559,6 +559,13 @@ def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
     return lib
 
 
+def native_slot(op_name: str):
+    """The native kernel's slot of an op this package defined (:mod:`trt_kernels.native`), or None
+    where torch calls its Python kernel."""
+    d = _DEFS.get(op_name)
+    return d.native if d is not None else None
+
+
 def _drop_native(d: _Definition) -> None:
     if d.native is not None:
         native.release(d.native)

@@ -11,9 +11,12 @@ import torch
 
 import trt_kernels as ttk
 from trt_kernels import native
+from trt_kernels.errors import UnregisteredOpError
+from trt_kernels.torch_op import native_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import seed_specs  # noqa: E402
+from kernels import add_spec  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +30,7 @@ def seeds():
     names = seed_specs.declare(NAT)
     with native.disabled():
         seed_specs.declare(PY)
-    if native.slot_of(names[0]) is None:
+    if native_slot(names[0]) is None:
         pytest.skip(f"the native kernel is not in use here: {native.describe()['reason']}")
     return [n.split("::")[1] for n in names]
 
@@ -58,7 +61,7 @@ def sizes_for(i):
 def test_native_and_python_kernels_give_the_same_bits(seeds, i):
     name = seeds[i]
     nat, py = ops(name)
-    slot = native.slot_of(f"{NAT}::{name}")
+    slot = native_slot(f"{NAT}::{name}")
     before = native.launches(slot) if slot is not None else 0
     for args in sizes_for(i):
         for call in (lambda o: o(*args), lambda o: o.default(*args)):
@@ -75,14 +78,21 @@ def test_native_and_python_kernels_give_the_same_bits(seeds, i):
 
 
 def test_errors_are_the_python_kernels(seeds):
-    add_n, add_p = ops(seeds[1])
-    for args in [(torch.randn(4, device="cuda"), torch.randn(5, device="cuda")),
-                 (torch.randn(4, device="cuda"), torch.randn(4))]:
-        with pytest.raises(Exception) as got:
-            add_n(*args)
-        with pytest.raises(Exception) as want:
-            add_p(*args)
-        assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    ttk.cuda_kernel_op(f"{NAT}::add_checked", add_spec())
+    with native.disabled():
+        ttk.cuda_kernel_op(f"{PY}::add_checked", add_spec())
+    add_n, add_p = ops("add_checked")
+    assert native_slot(f"{NAT}::add_checked") is not None
+    a = torch.randn(4, device="cuda")
+    assert torch.equal(add_n(a, a), add_p(a, a))
+    for args in [(a, torch.randn(5, device="cuda")),  # SameShape
+                 (a, torch.randn(4)),  # devices
+                 (torch.randn(2, 2, device="cuda"), torch.randn(2, 2, device="cuda").t())]:  # fine: copied
+        got = _outcome(add_n, args)
+        want = _outcome(add_p, args)
+        assert type(got) is type(want) and str(got) == str(want)
+        if isinstance(want, torch.Tensor):
+            assert torch.equal(got, want)
     sig_n, sig_p = ops(seeds[0])
     x = torch.randn(10, device="cuda", requires_grad=True)
     for op in (sig_n, sig_p):
@@ -92,11 +102,18 @@ def test_errors_are_the_python_kernels(seeds):
         assert torch.equal(sig_n(x), sig_p(x))
 
 
+def _outcome(op, args):
+    try:
+        return op(*args)
+    except Exception as e:  # noqa: BLE001 - compared by the caller
+        return e
+
+
 def test_launches_on_the_current_stream_under_graph_capture(seeds):
     sig_n, _ = ops(seeds[0])
     x = torch.randn(3, 300, device="cuda")
     sig_n(x)  # the launcher (and the native variant) exist before capture
-    slot = native.slot_of(f"{NAT}::{seeds[0]}")
+    slot = native_slot(f"{NAT}::{seeds[0]}")
     before = native.launches(slot)
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
@@ -122,12 +139,12 @@ def test_redeclared_and_unregistered(seeds):
     op = torch.ops.ttk_nat_gpu_re.neg
     x = torch.randn(1000, device="cuda")
     assert torch.equal(op(x), -x) and torch.equal(op(x), -x)
-    slot = native.slot_of(name)
+    slot = native_slot(name)
     assert native.launches(slot) >= 1
     ttk.cuda_kernel_op(name, spec("2.0f * x[i]"))  # same schema: the same registration, a new program
     assert native.variants(slot) == 0
     assert torch.equal(op(x), 2 * x) and torch.equal(op(x), 2 * x)
     assert native.variants(slot) == 1
     ttk.unregister(name)
-    with pytest.raises(ttk.UnregisteredOpError):
+    with pytest.raises(UnregisteredOpError):
         op(x)
