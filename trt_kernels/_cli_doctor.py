@@ -168,6 +168,7 @@ def gather() -> Dict[str, Any]:
     except Exception as e:  # noqa: BLE001
         f["emulation"] = f["standin"] = _err(e)
     f["eager_launcher"] = launcher_facts(f["driver"] is not None)
+    f["native_kernel"] = native_facts()
     # cache
     from .compile import cache_dir
 
@@ -181,6 +182,19 @@ def gather() -> Dict[str, Any]:
                 size += p.stat().st_size
     f["cache_files"], f["cache_bytes"] = n, size
     return f
+
+
+def native_facts() -> Dict[str, Any]:
+    """Whether ops get the native eager kernel here (built now or loaded from the cache), and why (not)."""
+    from . import native
+
+    try:
+        if not native.enabled():
+            return dict(native.describe(), path=None)
+        nat = native.prepare()
+        return {"native": "yes" if nat.module is not None else "no", "reason": nat.reason, "path": nat.path}
+    except Exception as e:  # noqa: BLE001
+        return {"native": "no", "reason": _err(e), "path": None}
 
 
 def launcher_facts(have_driver: bool) -> Dict[str, Any]:
@@ -330,6 +344,14 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         add("eager launcher", "note", "cuda.bindings' cuLaunchKernel (more host time per call than the compiled "
             f"launcher): {el.get('reason')}. Fix: install a C compiler (gcc) and Python's headers (python3-dev), "
             "or set CC", "install a C compiler (gcc) and Python's headers (python3-dev), or set CC")
+    nk = f.get("native_kernel") or {}
+    if nk.get("native") == "yes":
+        add("native eager kernel", "ok", "torch calls ops' CUDA kernels without entering Python where it can: "
+            + nk.get("reason", ""))
+    elif nk:
+        cpu_torch = nk.get("reason", "").startswith("this torch") and "no CUDA" in nk.get("reason", "")
+        add("native eager kernel", "note", f"ops' CUDA kernels are Python functions: {nk.get('reason')}",
+            "" if cpu_torch else "install a C++ compiler (g++) and Python's headers (python3-dev), or set CXX")
     cdir = f.get("cache_dir")
     add("compile cache", "ok", f"{cdir}: {f.get('cache_files', 0)} files, {f.get('cache_bytes', 0) / 1024:.1f} KiB"
         if cdir else "disabled (TRT_KERNELS_CACHE=0)")

@@ -57,6 +57,10 @@ def format_status() -> str:
 
     lau = describe()
     lines.append(f"eager launcher: {lau['launcher']} ({lau['reason']})")
+    from .native import describe as native_describe
+
+    nat = native_describe()
+    lines.append(f"native eager kernel: {nat['native']} ({nat['reason']})")
     rows = status(trt)
     if not rows:
         lines.append("no ops registered")
