@@ -180,6 +180,10 @@ def _emit(e, out: List[int]) -> None:
         if e.index is not None:
             raise _Unsupported("a size read from a tuple input")
         out += [OP_SCALAR, int(e.scalar)]
+    elif isinstance(e, BinOp) and e.op == "cdiv" and isinstance(e.rhs, Const):
+        # as the Python launcher writes it (fastpath.py_source): (lhs + (c - 1)) // c
+        _emit(e.lhs, out)
+        out += [OP_CONST, int(e.rhs.value) - 1, OP_ADD, OP_CONST, int(e.rhs.value), OP_FLOORDIV]
     elif isinstance(e, BinOp) and e.op in _BINOPS:
         _emit(e.lhs, out)
         _emit(e.rhs, out)

@@ -336,3 +336,18 @@ def test_fuzz_size_expressions_reached_every_outcome(mod):
     if not _SEEN:
         pytest.skip("run with test_fuzz_size_expressions")
     assert {"native", "raised"} <= set(_SEEN), _SEEN
+
+
+@pytest.mark.parametrize("c", [-3, -2, 2, 7])
+def test_ceil_division_by_a_constant_is_written_as_the_python_launcher_writes_it(mod, c):
+    """(n + c - 1) // c, not -(-n // c): the two differ for a negative constant."""
+    spec = ttk.KernelSpec(kernel_source=_KX, kernel_name="kx", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("k", int)],
+                          outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                          extras=[ttk.cdiv(ttk.Numel("x"), c), ttk.cdiv(ttk.Scalar("k"), c)],
+                          geometry=ttk.Custom(grid=(1,), block=(32,)))
+    nop = NativeOp(mod, spec, (2,))
+    try:
+        for k in (-5, 0, 5):
+            assert compare(nop, (torch.randn(1, 5), k)) == "native"
+    finally:
+        nop.close()
