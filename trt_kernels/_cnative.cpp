@@ -82,7 +82,8 @@ enum Op : int64_t {
   OP_CONST = 1, OP_NUMEL, OP_DIM, OP_SCALAR, OP_ADD, OP_SUB, OP_MUL, OP_FLOORDIV, OP_CDIV, OP_MAX, OP_MIN,
   OP_STORE, OP_CHECK_EQ, OP_CHECK_SHAPE
 };
-enum Src : int { SRC_TENSOR = 0, SRC_SCALAR = 1, SRC_REG = 2, SRC_OUTPUT = 3 };
+// where a kernel parameter comes from; SRC_NULL: a pointer the compiler appended (Triton's scratch) that is NULL
+enum Src : int { SRC_TENSOR = 0, SRC_SCALAR = 1, SRC_REG = 2, SRC_OUTPUT = 3, SRC_NULL = 4 };
 
 struct Param {
   char code;
@@ -363,12 +364,14 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
         slots_[i] = (uint64_t)(uintptr_t)ptr;
         break;
       case SRC_OUTPUT: slots_[i] = (uint64_t)(uintptr_t)ptrs[q.index]; break;
+      case SRC_NULL: slots_[i] = 0; break;
       case SRC_REG: {
         StableIValue raw = (StableIValue)c.regs[q.index];
         if (!pack_scalar(q.code, raw, kInt, &slots_[i])) { drop(); return false; }
         break;
       }
-      default: break;
+      case SRC_SCALAR: break;  // packed above
+      default: drop(); return false;
     }
   }
   void* stream = nullptr;

@@ -51,7 +51,7 @@ KIND = {"tensor": 0, float: 1, int: 2, bool: 3}
  OP_CHECK_EQ, OP_CHECK_SHAPE) = range(1, 15)
 _BINOPS = {"add": OP_ADD, "sub": OP_SUB, "mul": OP_MUL, "floordiv": OP_FLOORDIV, "cdiv": OP_CDIV, "max": OP_MAX,
            "min": OP_MIN}
-SRC_TENSOR, SRC_SCALAR, SRC_REG, SRC_OUTPUT = range(4)
+SRC_TENSOR, SRC_SCALAR, SRC_REG, SRC_OUTPUT, SRC_NULL = range(5)
 
 
 @plain_record
@@ -192,9 +192,10 @@ def _emit(e, out: List[int]) -> None:
         raise _Unsupported(f"expression {e!r}")
 
 
-def encode(kop, plan, out_dtypes, codes: List[str], mod=None) -> Dict[str, Any]:
+def encode(kop, plan, out_dtypes, codes: List[str], mod=None, hidden: int = 0) -> Dict[str, Any]:
     """The native form of one (dtype, ranks) launch of ``kop`` (what :func:`trt_kernels.fastpath.launcher_parts`
-    writes as Python): registers, bytecode, outputs and parameters. Raises _Unsupported."""
+    writes as Python): registers, bytecode, outputs and parameters, then ``hidden`` NULL pointers (the
+    parameters the compiler appended for scratch buffers of 0 bytes). Raises _Unsupported."""
     code: List[int] = []
     for c in plan.checks:
         if c.kind == "shape":
@@ -228,7 +229,9 @@ def encode(kop, plan, out_dtypes, codes: List[str], mod=None) -> Dict[str, Any]:
                + [(SRC_REG, r) for r in extras] + [(SRC_OUTPUT, o) for o in range(len(plan.outputs))])
     if len(sources) != len(codes):
         raise _Unsupported("the parameters")
-    params = [(c, src, idx) for c, (src, idx) in zip(codes, sources)]
+    params = [(c, src, idx) for c, (src, idx) in zip(codes, sources)] + [("Q", SRC_NULL, 0)] * hidden
+    if len(params) > 64:
+        raise _Unsupported("more than 64 parameters")
     return {"code": code, "extras": extras, "grid": grid, "smem": smem, "block": tuple(plan.block), "outs": outs,
             "params": params}
 
@@ -246,7 +249,7 @@ def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str],
         if ref is None or ref() is not kop:
             return False
         try:
-            enc = encode(kop, plan, out_dtypes, codes)
+            enc = encode(kop, plan, out_dtypes, codes, hidden=len(scratch))
             nt = len(kop.sig.tensor_pos)
             dtypes = [_dtype_code(dt) for dt in key[:nt]]
         except _Unsupported as e:

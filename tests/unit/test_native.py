@@ -65,7 +65,7 @@ class NativeOp:
     """A torch op (own namespace) whose CPU kernel is the native one, with ``kop``'s Python launcher
     for ``ranks`` / ``dtype`` behind it."""
 
-    def __init__(self, mod, spec, ranks, dtype=torch.float32, no_backward=True):
+    def __init__(self, mod, spec, ranks, dtype=torch.float32, no_backward=True, scratch=()):
         self.name = unique()
         ttk.cuda_kernel_op(self.name, spec)
         kop = self.kop = registry.get(self.name)
@@ -75,14 +75,15 @@ class NativeOp:
         out_dtypes = kop.sig.out_dtypes(in_dtypes)
         self.rec = PyRecorder()
         self.py = build_launcher(kop, dtype, plan, out_dtypes, in_dtypes, Stub(), launch=self.rec,
-                                 stream=lambda dev: 0)
+                                 stream=lambda dev: 0, scratch=scratch)
+        self.hidden = len(scratch)
         self.rec.pack = self.py.pack
         self.ns = f"ttk_native_{next(_ns)}"
         self.lib = torch.library.Library(self.ns, "DEF")
         self.lib.define(f"op{kop.schema}")
         self.slot = mod.register(self.ns, "op", "CPU", 0, self.py, native._kinds(kop))
         mod.reset(self.slot, len(plan.outputs), no_backward)
-        enc = native.encode(kop, plan, out_dtypes, kop.sig.param_codes(dtype), mod)
+        enc = native.encode(kop, plan, out_dtypes, kop.sig.param_codes(dtype), mod, hidden=len(scratch))
         codes = [mod.dtype_code(native._torch_lib("torch_cpu"), str(dt).split(".")[1]) for dt in in_dtypes]
         tdt = [codes[i] for i in range(len(kop.sig.tensor_pos))]
         mod.add_variant(self.slot, tdt, list(ranks), enc["code"], enc["extras"], enc["grid"], enc["smem"],
@@ -103,6 +104,8 @@ class NativeOp:
             return None
         func, gx, gy, gz, bx, by, bz, smem, _stream, *raw = r
         assert func == FUNC
+        assert len(raw) == len(self.codes) + self.hidden
+        assert raw[len(self.codes):] == [0] * self.hidden  # the appended scratch pointers: NULL
         vals = []
         for c, v in zip(self.codes, raw):
             b = struct.pack("=Q", v)[: struct.calcsize("=" + c)]
@@ -349,5 +352,15 @@ def test_ceil_division_by_a_constant_is_written_as_the_python_launcher_writes_it
     try:
         for k in (-5, 0, 5):
             assert compare(nop, (torch.randn(1, 5), k)) == "native"
+    finally:
+        nop.close()
+
+
+def test_pointers_the_compiler_appended_are_passed_as_null(mod):
+    """A Triton kernel's scratch pointers (0 bytes here) are kernel parameters: the driver reads one
+    pointer per parameter, so the native launch must pass them (NULL), as the Python launcher does."""
+    nop = NativeOp(mod, sigmoid_spec(), (1,), scratch=((0, 1), (0, 1)))
+    try:
+        assert compare(nop, (torch.randn(300),)) == "native"
     finally:
         nop.close()
