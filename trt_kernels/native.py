@@ -252,6 +252,7 @@ def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str],
             enc = encode(kop, plan, out_dtypes, codes, hidden=len(scratch))
             nt = len(kop.sig.tensor_pos)
             dtypes = [_dtype_code(dt) for dt in key[:nt]]
+            _check_params(kernel, enc["params"])
         except _Unsupported as e:
             _LOG.debug("trt_kernels: %s %s launches from Python: %s", kop.op_name, key, e)
             return False
@@ -259,6 +260,30 @@ def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str],
                                      enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
                                      kernel._handles)
     return True
+
+
+def _check_params(kernel, params) -> None:
+    """The driver reads one value per kernel parameter from the array it is given: where the loaded
+    function's parameters (``cuFuncGetParamInfo``, where the driver has it) are not the sizes the
+    launch packs, the native kernel does not launch it (raises _Unsupported)."""
+    import struct
+
+    from .launch import driver
+
+    cu = driver()
+    get = getattr(cu, "cuFuncGetParamInfo", None)
+    funcs = list(kernel._functions.values())
+    if get is None or not funcs:
+        return
+    sizes = []
+    for i in range(len(params) + 1):
+        res = get(funcs[0], i)
+        if int(res[0]) != 0:
+            break
+        sizes.append(int(res[2]))
+    want = [struct.calcsize("=" + c) for c, _, _ in params]
+    if sizes != want:
+        raise _Unsupported(f"the kernel's parameters are {sizes} bytes, the launch packs {want}")
 
 
 def variants(slot: int) -> int:

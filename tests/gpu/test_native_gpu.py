@@ -148,3 +148,17 @@ def test_redeclared_and_unregistered(seeds):
     ttk.unregister(name)
     with pytest.raises(UnregisteredOpError):
         op(x)
+
+
+def test_a_launch_whose_parameters_differ_from_the_kernels_is_not_taken(seeds):
+    """The native kernel launches only a launch whose packed parameters have the loaded function's sizes
+    (cuFuncGetParamInfo): anything else stays with the Python launcher instead of reading stray memory."""
+    from trt_kernels import registry
+
+    kernel = registry.get(f"{NAT}::sigmoid").loaded_kernel(torch.float32, 0)
+    kernel.function(0)
+    native._check_params(kernel, [("Q", 0, 0), ("i", 2, 0), ("Q", 3, 0)])  # my_sigmoid(const float*, int, float*)
+    with pytest.raises(native._Unsupported, match="parameters"):
+        native._check_params(kernel, [("Q", 0, 0), ("i", 2, 0)])
+    with pytest.raises(native._Unsupported, match="parameters"):
+        native._check_params(kernel, [("Q", 0, 0), ("i", 2, 0), ("Q", 3, 0), ("Q", 4, 0)])
