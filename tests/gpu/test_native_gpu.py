@@ -90,7 +90,7 @@ def test_errors_are_the_python_kernels(seeds):
                  (torch.randn(2, 2, device="cuda"), torch.randn(2, 2, device="cuda").t())]:  # fine: copied
         got = _outcome(add_n, args)
         want = _outcome(add_p, args)
-        assert type(got) is type(want) and str(got) == str(want)
+        assert type(got) is type(want) and str(got).replace(NAT, PY) == str(want)  # the messages name the op
         if isinstance(want, torch.Tensor):
             assert torch.equal(got, want)
     sig_n, sig_p = ops(seeds[0])
