@@ -18,7 +18,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from . import dtypes as _dt
-from . import native
 from ._record import FACTORY, Record, plain_record
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
@@ -334,6 +333,8 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
                 entries[key] = fn
                 slot = definition.native if definition is not None else None
                 if slot is not None:  # the native kernel launches this key from now on
+                    from . import native
+
                     kernel.handle(dev)
                     native.add_variant(slot, kop, key, plan, out_dtypes, kernel, kop.sig.param_codes(kdt),
                                        image.scratch)
@@ -545,7 +546,7 @@ def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
         # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
         # rather than this one as where the fake impl was registered.
         torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
-        d.native = native.register(kop, d.shell)
+        d.native = _native_register(kop, d.shell)
         if d.native is None:
             lib.impl(name, d.shell, "CUDA")
         lib.impl(name, d.boxed("cpu"), "CPU")
@@ -566,8 +567,20 @@ def native_slot(op_name: str):
     return d.native if d is not None else None
 
 
+def _native_register(kop: KernelOp, shell) -> Optional[int]:
+    """The native kernel's slot for ``kop``'s new definition, or None (register ``shell``). A torch
+    without CUDA launches nothing: trt_kernels.native is not even imported then."""
+    if torch.version.cuda is None:
+        return None
+    from . import native
+
+    return native.register(kop, shell)
+
+
 def _drop_native(d: _Definition) -> None:
     if d.native is not None:
+        from . import native
+
         native.release(d.native)
         d.native = None
 
@@ -623,6 +636,8 @@ def register(kop: KernelOp) -> None:
         d.kernel_lib = _register_kernels(d, kop, autograd)
         d.autograd = autograd
     if d.native is not None:  # its launches become native as this declaration's launchers are built
+        from . import native
+
         native.reset(d.native, kop)
     kop.library = d.kernel_lib
 
@@ -639,6 +654,8 @@ def unregister(kop: KernelOp) -> None:
     for box in d.boxes.values():
         box[0] = None
     if d.native is not None:
+        from . import native
+
         native.reset(d.native, None)
     release_dispatcher(d.shell, d.why, UnregisteredOpError)
 

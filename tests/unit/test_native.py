@@ -329,6 +329,7 @@ def test_without_a_cxx_compiler_ops_keep_the_python_kernel(monkeypatch, tmp_path
     monkeypatch.setattr(native, "_prepared", nat)
     name = unique()
     ttk.cuda_kernel_op(name, sigmoid_spec())
+    assert native.register(registry.get(name), lambda *a: None) is None  # what a CUDA torch would be told
     assert torch_op.native_slot(name) is None
     assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "CUDA")  # the Python kernel
     assert native.describe() == {"native": "no", "reason": nat.reason}
