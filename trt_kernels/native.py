@@ -374,6 +374,8 @@ def describe() -> Dict[str, str]:
     path = module_path(root) if root is not None else None
     if path is not None and path.is_file():
         return {"native": "yes", "reason": f"in the cache ({path}); loaded at the first declaration"}
+    if root is None:
+        return {"native": "no", "reason": load(None)[1]}
     cxx, origin = find_compiler()
     if cxx is None:
         return {"native": "no", "reason": origin}
@@ -492,26 +494,16 @@ def import_module(path: Path):
 
 def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
     """``(module, how, path)`` from the cache under ``root`` (built into it first where absent), or
-    ``(None, why, None)``. ``root`` None (cache off): built into a temporary directory."""
+    ``(None, why, None)``, also where ``root`` is None (the cache is off)."""
     import tempfile
 
     try:
         source = SOURCE.read_bytes()
     except OSError as e:
         return None, f"the native kernel's source {SOURCE} cannot be read ({e})", None
-    if root is None:
-        tmpdir = tempfile.mkdtemp(prefix="trt_kernels_native_")
-        path = Path(tmpdir) / f"{MODULE}.so"
-        ok, how = compile_module(path, source)
-        try:
-            return (import_module(path), f"built with {how}, not cached (TRT_KERNELS_CACHE=0)", None) if ok else (
-                None, how, None)
-        except Exception as e:  # noqa: BLE001
-            return None, f"the native kernel was built but does not load ({type(e).__name__}: {e})", None
-        finally:
-            import shutil
-
-            shutil.rmtree(tmpdir, ignore_errors=True)  # a loaded shared object stays mapped
+    if root is None:  # a build per process would cost every process seconds: the Python kernel instead
+        return None, ("not built: the disk cache is off (TRT_KERNELS_CACHE=0), and building it costs a few seconds "
+                      "in every process"), None
     path = module_path(root, source)
     if path.is_file():
         try:

@@ -162,3 +162,33 @@ def test_a_launch_whose_parameters_differ_from_the_kernels_is_not_taken(seeds):
         native._check_params(kernel, [("Q", 0, 0), ("i", 2, 0)])
     with pytest.raises(native._Unsupported, match="parameters"):
         native._check_params(kernel, [("Q", 0, 0), ("i", 2, 0), ("Q", 3, 0), ("Q", 4, 0)])
+
+
+def test_threads_calling_at_once_get_their_own_results(seeds):
+    """The native kernel runs without the GIL: threads calling one op at once, each on its own stream."""
+    import threading
+
+    sig_n, _ = ops(seeds[0])
+    errors, done = [], []
+
+    def worker(seed):
+        try:
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for n in (1, 255, 4097):
+                    x = torch.randn(n, device="cuda", generator=g)
+                    for _ in range(50):
+                        y = sig_n(x)
+                    s.synchronize()
+                    torch.testing.assert_close(y, torch.sigmoid(x), atol=1e-6, rtol=1e-5)
+            done.append(seed)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(done) == [0, 1, 2, 3], errors

@@ -365,3 +365,8 @@ def test_pointers_the_compiler_appended_are_passed_as_null(mod):
         assert compare(nop, (torch.randn(300),)) == "native"
     finally:
         nop.close()
+
+
+def test_with_the_cache_off_it_is_not_built():
+    got, why, path = native.load(None)
+    assert got is None and path is None and "TRT_KERNELS_CACHE=0" in why
