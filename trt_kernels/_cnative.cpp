@@ -408,6 +408,19 @@ void* capsule_ptr(PyObject* cap) {
   return PyCapsule_GetPointer(cap, PyCapsule_GetName(cap));
 }
 
+// (GIL) the CUfunctions of the devices the variant's kernel has been loaded on, from its {device: handle} dict
+void fill_funcs(Variant* v) {
+  if (!v->handles) return;
+  PyObject *key, *val;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(v->handles, &pos, &key, &val)) {
+    long long d = PyLong_AsLongLong(key);
+    unsigned long long f = PyLong_AsUnsignedLongLong(val);
+    if (PyErr_Occurred()) { PyErr_Clear(); continue; }
+    if (d >= 0 && d < kMaxDevices && f && !v->funcs[d].load()) v->funcs[d].store((void*)(uintptr_t)f);
+  }
+}
+
 void slow(Slot& s, StableIValue* stack, uint64_t nargs, uint64_t nret) {
   PyObject *args = nullptr, *res = nullptr;
   {
@@ -441,23 +454,17 @@ void slow(Slot& s, StableIValue* stack, uint64_t nargs, uint64_t nret) {
       if (!o) { failed = true; continue; }
       PyTuple_SET_ITEM(args, i, o);
     }
+    if (!failed && !s.slow) {  // released while this call waited for the GIL
+      PyErr_SetString(PyExc_RuntimeError, "trt_kernels: this op's kernels were removed while it was called");
+      failed = true;
+    }
     if (failed) { Py_XDECREF(args); raise_python(); }
     res = PyObject_Call(s.slow, args, nullptr);
     Py_DECREF(args);
     if (!res) raise_python();
     // a device the call loaded the kernel for: its CUfunction, for the next calls
-    if (p) {
-      for (Variant* v : p->variants) {
-        if (!v->handles) continue;
-        PyObject *key, *val;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(v->handles, &pos, &key, &val)) {
-          long long d = PyLong_AsLongLong(key), f = (long long)PyLong_AsUnsignedLongLong(val);
-          if (PyErr_Occurred()) { PyErr_Clear(); continue; }
-          if (d >= 0 && d < kMaxDevices && f && !v->funcs[d].load()) v->funcs[d].store((void*)(uintptr_t)f);
-        }
-      }
-    }
+    if (p)
+      for (Variant* v : p->variants) fill_funcs(v);
     std::vector<void*> handles;
     auto take = [&](PyObject* t) -> bool {
       PyObject* cap = PyObject_CallOneArg(alloc_fn, t);
@@ -617,9 +624,25 @@ Slot* slot_of(int i) {
   return &slots[i];
 }
 
+Slot* slot_arg(PyObject* args) {  // (slot,)
+  int i;
+  return PyArg_ParseTuple(args, "i", &i) ? slot_of(i) : nullptr;
+}
+
 void publish(Slot& s, Program* p) {
   Program* old = s.prog.exchange(p, std::memory_order_acq_rel);
   if (old) retired.push_back(old);
+}
+
+// a program with the slot's argument kinds and no variant; the old variants' kernels are let go of
+void clear_variants(Slot& s, int nout, bool no_backward) {
+  Program* old = s.prog.load();
+  Program* p = new Program(*old);
+  p->variants.clear();
+  p->nout = nout;
+  p->no_backward = no_backward;
+  for (Variant* v : old->variants) Py_CLEAR(v->handles);
+  publish(s, p);
 }
 
 // reset(slot, nout, no_backward): a new declaration (or none): no variant until its first calls
@@ -628,13 +651,7 @@ PyObject* py_reset(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "iip", &i, &nout, &no_backward)) return nullptr;
   Slot* s = slot_of(i);
   if (!s) return nullptr;
-  Program* old = s->prog.load();
-  Program* p = new Program(*old);
-  p->variants.clear();
-  p->nout = nout;
-  p->no_backward = no_backward != 0;
-  for (Variant* v : old->variants) Py_CLEAR(v->handles);  // the old declaration's kernels are let go of
-  publish(*s, p);
+  clear_variants(*s, nout, no_backward != 0);
   Py_RETURN_NONE;
 }
 
@@ -715,14 +732,7 @@ PyObject* py_add_variant(PyObject*, PyObject* args) {
   if (handles != Py_None) {
     Py_INCREF(handles);
     v->handles = handles;
-    PyObject *key, *val;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(handles, &pos, &key, &val)) {
-      long long d = PyLong_AsLongLong(key);
-      unsigned long long f = PyLong_AsUnsignedLongLong(val);
-      if (PyErr_Occurred()) { PyErr_Clear(); continue; }
-      if (d >= 0 && d < kMaxDevices) v->funcs[d].store((void*)(uintptr_t)f);
-    }
+    fill_funcs(v);
   }
   all_variants.push_back(v);
   Program* p = new Program(*old);
@@ -733,36 +743,26 @@ PyObject* py_add_variant(PyObject*, PyObject* args) {
 
 // release(slot): torch no longer calls it (the library fragment is deleted); its Python refs are let go of
 PyObject* py_release(PyObject*, PyObject* args) {
-  int i;
-  if (!PyArg_ParseTuple(args, "i", &i)) return nullptr;
-  Slot* s = slot_of(i);
+  Slot* s = slot_arg(args);
   if (!s) return nullptr;
   if (s->lib) {
     api.delete_library(s->lib);
     s->lib = nullptr;
   }
-  Program* old = s->prog.load();
-  Program* p = new Program(*old);
-  p->variants.clear();
-  for (Variant* v : old->variants) Py_CLEAR(v->handles);
-  publish(*s, p);
+  clear_variants(*s, 0, true);
   s->used = false;
   Py_CLEAR(s->slow);
   Py_RETURN_NONE;
 }
 
 PyObject* py_variants(PyObject*, PyObject* args) {
-  int i;
-  if (!PyArg_ParseTuple(args, "i", &i)) return nullptr;
-  Slot* s = slot_of(i);
+  Slot* s = slot_arg(args);
   if (!s) return nullptr;
   return PyLong_FromSize_t(s->prog.load()->variants.size());
 }
 
 PyObject* py_launches(PyObject*, PyObject* args) {
-  int i;
-  if (!PyArg_ParseTuple(args, "i", &i)) return nullptr;
-  Slot* s = slot_of(i);
+  Slot* s = slot_arg(args);
   if (!s) return nullptr;
   return PyLong_FromUnsignedLongLong(s->launches.load());
 }

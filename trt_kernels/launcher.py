@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from . import _build
 from ._record import Frozen, plain_record
 
 _LOG = logging.getLogger("trt_kernels")
@@ -38,7 +38,6 @@ MODULE = "_claunch"  # the C file's PyInit__claunch
 ABI = 1  # the C file's TRTK_LAUNCHER_ABI: a module reporting another is not used
 KINDS = ("auto", "compiled", "python")
 CUDA_VERSION_ASKED = 12000  # the cuLaunchKernel ABI asked of cuGetProcAddress (unchanged since CUDA 4.0)
-BUILD_TIMEOUT_S = 300
 
 
 @plain_record
@@ -208,12 +207,8 @@ def source_bytes() -> bytes:
 
 
 def abi_tag() -> Tuple[str, str, str]:
-    """What a built module depends on besides its source: the interpreter's cache tag and extension
-    suffix (which carry the Python ABI) and the platform."""
-    import sysconfig
-
-    return (str(sys.implementation.cache_tag), str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"),
-            str(sysconfig.get_platform()))
+    """The Python ABI and platform a built module depends on (see :func:`trt_kernels._build.abi_tag`)."""
+    return _build.abi_tag()
 
 
 def cache_key(source: Optional[bytes] = None) -> str:
@@ -234,95 +229,29 @@ def module_path(root: Path, source: Optional[bytes] = None) -> Path:
 def find_compiler() -> Tuple[Optional[List[str]], str]:
     """``(argv of the C compiler, where it came from)``; ``(None, why)`` where none is found.
     ``$CC`` wins (and only it is tried when set), then sysconfig's ``CC``, then gcc, clang, cc."""
-    import shlex
-    import shutil
-    import sysconfig
-
-    env = os.environ.get("CC", "").strip()
-    if env:
-        try:
-            argv = shlex.split(env)
-        except ValueError as e:
-            return None, f"$CC={env!r} does not parse ({e})"
-        if argv and shutil.which(argv[0]):
-            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"$CC={env}"
-        return None, f"the C compiler $CC={env!r} was not found"
-    tried = []
-    cfg = str(sysconfig.get_config_var("CC") or "").strip()
-    if cfg:
-        try:
-            argv = shlex.split(cfg)
-        except ValueError:
-            argv = []
-        if argv and shutil.which(argv[0]):
-            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"sysconfig CC={cfg}"
-        tried.append(f"sysconfig's {cfg!r}")
-    for name in ("gcc", "clang", "cc"):
-        path = shutil.which(name)
-        if path:
-            return [path], name
-    tried.append("gcc, clang, cc on PATH")
-    return None, f"no C compiler found (tried {', '.join(tried)}); set CC or install gcc"
+    return _build.find_compiler("CC", ("gcc", "clang", "cc"), "C")
 
 
 def python_includes() -> Tuple[List[str], Optional[str]]:
     """``([include dirs], None)``, or ``([], why)`` where ``Python.h`` is missing."""
-    import sysconfig
-
-    scheme = sysconfig.get_default_scheme() if hasattr(sysconfig, "get_default_scheme") else None
-    if scheme == "posix_local":  # Debian's scheme: the headers are under posix_prefix's paths
-        scheme = "posix_prefix"
-    paths = sysconfig.get_paths(scheme=scheme) if scheme else sysconfig.get_paths()
-    dirs = []
-    for key in ("include", "platinclude"):
-        d = paths.get(key)
-        if d and d not in dirs:
-            dirs.append(d)
-    if not any(os.path.isfile(os.path.join(d, "Python.h")) for d in dirs):
-        v = f"{sys.version_info[0]}.{sys.version_info[1]}"
-        return [], (f"Python.h not found in {', '.join(dirs) or 'sysconfig include paths'}: Python's development "
-                    f"headers are not installed (e.g. apt install python{v}-dev, or dnf install python{v}-devel)")
-    return dirs, None
+    return _build.python_includes()
 
 
 def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
     """Compile ``source`` into the shared object ``out``: ``(True, how)`` or ``(False, why)``."""
-    import subprocess
-    import tempfile
-
     cc, origin = find_compiler()
     if cc is None:
         return False, origin
     includes, missing = python_includes()
     if missing:
         return False, missing
-    with tempfile.TemporaryDirectory(prefix="trt_kernels_launcher_") as tmp:
-        src = os.path.join(tmp, "_claunch.c")
-        with open(src, "wb") as f:
-            f.write(source)
-        argv = cc + ["-shared", "-fPIC", "-O2", *[f"-I{d}" for d in includes], src, "-o", str(out)]
-        try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp,
-                               stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError) as e:
-            return False, f"the C compiler ({origin}) could not be run: {type(e).__name__}: {e}"
-    if r.returncode != 0:
-        tail = " | ".join(ln.strip() for ln in (r.stderr or r.stdout or "").strip().splitlines()[-4:])
-        return False, f"the C compiler ({origin}) failed with exit status {r.returncode}: {tail}"
-    return True, origin
+    return _build.run_compiler(cc, origin, "C", source, "_claunch.c",
+                               ["-shared", "-fPIC", "-O2", *[f"-I{d}" for d in includes]], out)
 
 
 def import_module(path: Path):
     """Load the extension module at ``path`` (not entered in ``sys.modules``)."""
-    import importlib.machinery
-    import importlib.util
-
-    loader = importlib.machinery.ExtensionFileLoader(f"trt_kernels.{MODULE}", str(path))
-    spec = importlib.util.spec_from_file_location(f"trt_kernels.{MODULE}", str(path), loader=loader)
-    if spec is None:
-        raise ImportError(f"no import spec for {path}")
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
+    mod = _build.import_extension(path, f"trt_kernels.{MODULE}")
     if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "launch", None)):
         raise ImportError(f"{path} is not this trt-kernels' launcher (ABI {getattr(mod, 'ABI', None)}, expected {ABI})")
     return mod
@@ -348,25 +277,11 @@ def load(root: Optional[Path]) -> Launcher:
             return _loaded(import_module(path), path, f"loaded from the cache ({path})")
         except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
             _LOG.warning("trt_kernels: the cached compiled launcher %s cannot be loaded (%s); rebuilding it", path, e)
-    import tempfile
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-    except OSError as e:
-        return _load_uncached(source, f"the cache directory {path.parent} cannot be written ({e})")
-    try:
-        ok, how = compile_module(Path(tmp), source)
-        if not ok:
-            return Launcher("python", how)
-        os.replace(tmp, path)  # atomic: a process building the same key at once writes the same bytes
-    finally:
-        if os.path.exists(tmp):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    ok, how = _build.build_into(path, source, compile_module)
+    if ok is None:
+        return _load_uncached(source, how)
+    if not ok:
+        return Launcher("python", how)
     try:
         return _loaded(import_module(path), path, f"built with {how} into the cache ({path})")
     except Exception as e:  # noqa: BLE001

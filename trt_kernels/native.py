@@ -35,6 +35,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from . import _build
 from ._record import Frozen, plain_record
 
 _LOG = logging.getLogger("trt_kernels")
@@ -42,7 +43,6 @@ _LOG = logging.getLogger("trt_kernels")
 SOURCE = Path(__file__).with_name("_cnative.cpp")
 MODULE = "_cnative"
 ABI = 1  # the C++ file's TRTK_NATIVE_ABI
-BUILD_TIMEOUT_S = 300
 ENV = "TRT_KERNELS_NATIVE"
 
 # the C++ file's enums
@@ -385,28 +385,19 @@ def describe() -> Dict[str, str]:
 # ---------------- building and loading ----------------
 
 
-def abi_tag() -> Tuple[str, str, str]:
-    """The interpreter's cache tag and extension suffix (the Python ABI) and the platform (as the
-    compiled launcher's cache key has them; not imported from it, which waits for the first launch)."""
-    import sysconfig
-
-    return (str(sys.implementation.cache_tag), str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"),
-            str(sysconfig.get_platform()))
-
-
 def cache_key(source: Optional[bytes] = None) -> str:
     import torch
 
     h = hashlib.sha256()
     h.update(b"trt_kernels native kernel\0")
     h.update(source if source is not None else SOURCE.read_bytes())
-    for part in abi_tag() + (torch.__version__, str(torch.version.git_version), str(_cxx11_abi())):
+    for part in _build.abi_tag() + (torch.__version__, str(torch.version.git_version), str(_cxx11_abi())):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 
 
 def module_path(root: Path, source: Optional[bytes] = None) -> Path:
-    return root / "launcher" / f"{cache_key(source)}{abi_tag()[1]}"
+    return root / "launcher" / f"{cache_key(source)}{_build.abi_tag()[1]}"
 
 
 def _cxx11_abi() -> int:
@@ -418,75 +409,30 @@ def _cxx11_abi() -> int:
 def find_compiler() -> Tuple[Optional[List[str]], str]:
     """``(argv of the C++ compiler, where it came from)`` or ``(None, why)``: ``$CXX`` (only it, when
     set), then sysconfig's ``CXX``, then g++, clang++, c++."""
-    import shlex
-    import shutil
-    import sysconfig
-
-    env = os.environ.get("CXX", "").strip()
-    if env:
-        argv = shlex.split(env) if env else []
-        if argv and shutil.which(argv[0]):
-            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"$CXX={env}"
-        return None, f"the C++ compiler $CXX={env!r} was not found"
-    cfg = str(sysconfig.get_config_var("CXX") or "").strip()
-    try:
-        argv = shlex.split(cfg)
-    except ValueError:
-        argv = []
-    if argv and shutil.which(argv[0]):
-        return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"sysconfig CXX={cfg}"
-    for name in ("g++", "clang++", "c++"):
-        path = shutil.which(name)
-        if path:
-            return [path], name
-    return None, "no C++ compiler found (tried $CXX, sysconfig's CXX, g++, clang++, c++); set CXX or install g++"
+    return _build.find_compiler("CXX", ("g++", "clang++", "c++"), "C++")
 
 
 def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
-    import subprocess
-    import tempfile
-
+    """Compile ``source`` into the shared object ``out``: ``(True, how)`` or ``(False, why)``."""
     import torch
-
-    from .launcher import python_includes
 
     cxx, origin = find_compiler()
     if cxx is None:
         return False, origin
-    includes, missing = python_includes()
+    includes, missing = _build.python_includes()
     if missing:
         return False, missing
     torch_inc = os.path.join(os.path.dirname(torch.__file__), "include")
     if not os.path.isfile(os.path.join(torch_inc, "pybind11", "pybind11.h")):
         return False, f"torch's pybind11 headers are missing ({torch_inc}/pybind11)"
-    with tempfile.TemporaryDirectory(prefix="trt_kernels_native_") as tmp:
-        src = os.path.join(tmp, "_cnative.cpp")
-        with open(src, "wb") as f:
-            f.write(source)
-        argv = cxx + ["-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden", "-DPYBIND11_SIMPLE_GIL_MANAGEMENT",
-                      f"-D_GLIBCXX_USE_CXX11_ABI={_cxx11_abi()}", *[f"-I{d}" for d in includes], f"-I{torch_inc}",
-                      src, "-o", str(out)]
-        try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp,
-                               stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError) as e:
-            return False, f"the C++ compiler ({origin}) could not be run: {type(e).__name__}: {e}"
-    if r.returncode != 0:
-        tail = " | ".join(ln.strip() for ln in (r.stderr or r.stdout or "").strip().splitlines()[-4:])
-        return False, f"the C++ compiler ({origin}) failed with exit status {r.returncode}: {tail}"
-    return True, origin
+    flags = ["-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden", "-DPYBIND11_SIMPLE_GIL_MANAGEMENT",
+             f"-D_GLIBCXX_USE_CXX11_ABI={_cxx11_abi()}", *[f"-I{d}" for d in includes], f"-I{torch_inc}"]
+    return _build.run_compiler(cxx, origin, "C++", source, "_cnative.cpp", flags, out)
 
 
 def import_module(path: Path):
-    import importlib.machinery
-    import importlib.util
-
-    loader = importlib.machinery.ExtensionFileLoader(f"trt_kernels.{MODULE}", str(path))
-    spec = importlib.util.spec_from_file_location(f"trt_kernels.{MODULE}", str(path), loader=loader)
-    if spec is None:
-        raise ImportError(f"no import spec for {path}")
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
+    """Load the native kernel module at ``path`` (not entered in ``sys.modules``)."""
+    mod = _build.import_extension(path, f"trt_kernels.{MODULE}")
     if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "add_variant", None)):
         raise ImportError(f"{path} is not this trt-kernels' native kernel (ABI {getattr(mod, 'ABI', None)})")
     return mod
@@ -495,8 +441,6 @@ def import_module(path: Path):
 def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
     """``(module, how, path)`` from the cache under ``root`` (built into it first where absent), or
     ``(None, why, None)``, also where ``root`` is None (the cache is off)."""
-    import tempfile
-
     try:
         source = SOURCE.read_bytes()
     except OSError as e:
@@ -510,23 +454,9 @@ def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
             return import_module(path), f"loaded from the cache ({path})", str(path)
         except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
             _LOG.warning("trt_kernels: the cached native kernel %s cannot be loaded (%s); rebuilding it", path, e)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-    except OSError as e:
-        return None, f"the cache directory {path.parent} cannot be written ({e})", None
-    try:
-        ok, how = compile_module(Path(tmp), source)
-        if not ok:
-            return None, how, None
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    ok, how = _build.build_into(path, source, compile_module)
+    if not ok:
+        return None, how, None
     try:
         return import_module(path), f"built with {how} into the cache ({path})", str(path)
     except Exception as e:  # noqa: BLE001

@@ -1,0 +1,142 @@
+"""Building this package's two extension modules (the compiled launcher, C; the native kernel, C++):
+finding the compiler, running it, writing the result into the cache atomically, loading it.
+
+No process state: :mod:`trt_kernels.launcher` and :mod:`trt_kernels.native` decide what to build
+and keep what they loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence, Tuple
+
+BUILD_TIMEOUT_S = 300
+
+
+def abi_tag() -> Tuple[str, str, str]:
+    """What a built module depends on besides its source: the interpreter's cache tag and extension
+    suffix (which carry the Python ABI) and the platform."""
+    import sysconfig
+
+    return (str(sys.implementation.cache_tag), str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"),
+            str(sysconfig.get_platform()))
+
+
+def find_compiler(env_var: str, names: Sequence[str], kind: str) -> Tuple[Optional[List[str]], str]:
+    """``(argv of the compiler, where it came from)``; ``(None, why)`` where none is found. ``$env_var``
+    (``CC`` / ``CXX``) wins, and only it is tried when set; then sysconfig's variable of that name, then
+    ``names`` on PATH."""
+    import shlex
+    import shutil
+    import sysconfig
+
+    env = os.environ.get(env_var, "").strip()
+    if env:
+        try:
+            argv = shlex.split(env)
+        except ValueError as e:
+            return None, f"${env_var}={env!r} does not parse ({e})"
+        if argv and shutil.which(argv[0]):
+            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"${env_var}={env}"
+        return None, f"the {kind} compiler ${env_var}={env!r} was not found"
+    tried = []
+    cfg = str(sysconfig.get_config_var(env_var) or "").strip()
+    if cfg:
+        try:
+            argv = shlex.split(cfg)
+        except ValueError:
+            argv = []
+        if argv and shutil.which(argv[0]):
+            return [shutil.which(argv[0]) or argv[0]] + argv[1:], f"sysconfig {env_var}={cfg}"
+        tried.append(f"sysconfig's {cfg!r}")
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return [path], name
+    tried.append(f"{', '.join(names)} on PATH")
+    return None, f"no {kind} compiler found (tried {', '.join(tried)}); set {env_var} or install {names[0]}"
+
+
+def python_includes() -> Tuple[List[str], Optional[str]]:
+    """``([include dirs], None)``, or ``([], why)`` where ``Python.h`` is missing."""
+    import sysconfig
+
+    scheme = sysconfig.get_default_scheme() if hasattr(sysconfig, "get_default_scheme") else None
+    if scheme == "posix_local":  # Debian's scheme: the headers are under posix_prefix's paths
+        scheme = "posix_prefix"
+    paths = sysconfig.get_paths(scheme=scheme) if scheme else sysconfig.get_paths()
+    dirs = []
+    for key in ("include", "platinclude"):
+        d = paths.get(key)
+        if d and d not in dirs:
+            dirs.append(d)
+    if not any(os.path.isfile(os.path.join(d, "Python.h")) for d in dirs):
+        v = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        return [], (f"Python.h not found in {', '.join(dirs) or 'sysconfig include paths'}: Python's development "
+                    f"headers are not installed (e.g. apt install python{v}-dev, or dnf install python{v}-devel)")
+    return dirs, None
+
+
+def run_compiler(cc: List[str], origin: str, kind: str, source: bytes, src_name: str, flags: Sequence[str],
+                 out: Path) -> Tuple[bool, str]:
+    """Compile ``source`` (written as ``src_name`` in a temporary directory) into the shared object
+    ``out``: ``cc + flags + [src, -o, out]``. ``(True, origin)`` or ``(False, why)``."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="trt_kernels_build_") as tmp:
+        src = os.path.join(tmp, src_name)
+        with open(src, "wb") as f:
+            f.write(source)
+        argv = cc + list(flags) + [src, "-o", str(out)]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=tmp,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"the {kind} compiler ({origin}) could not be run: {type(e).__name__}: {e}"
+    if r.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in (r.stderr or r.stdout or "").strip().splitlines()[-4:])
+        return False, f"the {kind} compiler ({origin}) failed with exit status {r.returncode}: {tail}"
+    return True, origin
+
+
+def build_into(path: Path, source: bytes, compile_module: Callable[[Path, bytes], Tuple[bool, str]]
+               ) -> Tuple[Optional[bool], str]:
+    """Build ``source`` into the cache file ``path``: compiled into a temporary file next to it, then
+    renamed (atomic: processes building the same key at once write the same bytes). ``(True, how)``,
+    ``(False, why)`` where the build failed, ``(None, why)`` where the cache directory cannot be written."""
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        return None, f"the cache directory {path.parent} cannot be written ({e})"
+    try:
+        ok, how = compile_module(Path(tmp), source)
+        if ok:
+            os.replace(tmp, path)
+        return ok, how
+    finally:
+        if os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def import_extension(path: Path, name: str):
+    """Load the extension module at ``path`` as ``name`` (not entered in ``sys.modules``)."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None:
+        raise ImportError(f"no import spec for {path}")
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
