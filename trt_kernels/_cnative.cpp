@@ -689,6 +689,12 @@ PyObject* py_add_variant(PyObject*, PyObject* args) {
   int n;
   bool ok = ints(dtypes, v->dtypes, kMaxTensors, "dtypes") == old->ntensors &&
             ints(ranks, v->ranks, kMaxTensors, "ranks") == old->ntensors;
+  if (!ok && !PyErr_Occurred())
+    PyErr_Format(PyExc_ValueError, "dtypes and ranks: one per tensor input (%d)", old->ntensors);
+  if (ok && handles != Py_None && !PyDict_Check(handles)) {
+    PyErr_SetString(PyExc_TypeError, "handles: a {device: CUfunction} dict");
+    ok = false;
+  }
   if (ok && (n = ints(code, buf.data(), 4096, "code")) >= 0) v->code.assign(buf.begin(), buf.begin() + n); else ok = false;
   if (ok && (v->n_extras = ints(extras, v->extras, kMaxParams, "extras")) < 0) ok = false;
   if (ok && ints(grid, v->grid, 3, "grid") != 3) ok = false;

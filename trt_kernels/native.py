@@ -253,12 +253,16 @@ def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str],
             nt = len(kop.sig.tensor_pos)
             dtypes = [_dtype_code(dt) for dt in key[:nt]]
             _check_params(kernel, enc["params"])
+            _prepared.module.add_variant(slot, dtypes, list(key[nt:]), enc["code"], enc["extras"], enc["grid"],
+                                         enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
+                                         kernel._handles)
         except _Unsupported as e:
             _LOG.debug("trt_kernels: %s %s launches from Python: %s", kop.op_name, key, e)
             return False
-        _prepared.module.add_variant(slot, dtypes, list(key[nt:]), enc["code"], enc["extras"], enc["grid"],
-                                     enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
-                                     kernel._handles)
+        except Exception as e:  # noqa: BLE001 - never the call's failure: the Python launcher keeps the key
+            _LOG.warning("trt_kernels: %s %s launches from Python: the native kernel refused it (%s: %s)",
+                         kop.op_name, key, type(e).__name__, e)
+            return False
     return True
 
 

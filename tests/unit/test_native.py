@@ -370,3 +370,28 @@ def test_pointers_the_compiler_appended_are_passed_as_null(mod):
 def test_with_the_cache_off_it_is_not_built():
     got, why, path = native.load(None)
     assert got is None and path is None and "TRT_KERNELS_CACHE=0" in why
+
+
+def test_a_variant_the_module_refuses_leaves_the_key_to_python(mod, monkeypatch, caplog):
+    """add_variant never turns into the call's failure: the Python launcher keeps the key, with a warning."""
+    nop = NativeOp(mod, sigmoid_spec(), (1,))
+    try:
+        kop = nop.kop
+        monkeypatch.setattr(native, "_prepared", native.Native(mod, "test"))
+        monkeypatch.setitem(native._owner, nop.slot, __import__("weakref").ref(kop))
+        monkeypatch.setattr(native, "_check_params", lambda kernel, params: None)
+        monkeypatch.setattr(native, "_entry", 1)
+        plan = kop.plan((1,))
+        before = mod.variants(nop.slot)
+
+        class K:
+            _handles = "not a dict"  # the module refuses it (TypeError)
+            _functions = {}
+
+        with caplog.at_level("WARNING", logger="trt_kernels"):
+            ok = native.add_variant(nop.slot, kop, (torch.float32, 1), plan, [torch.float32], K(),
+                                    kop.sig.param_codes(torch.float32), ())
+        assert ok is False and mod.variants(nop.slot) == before
+        assert "launches from Python: the native kernel refused it" in caplog.text
+    finally:
+        nop.close()
