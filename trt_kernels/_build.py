@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 BUILD_TIMEOUT_S = 300
 
@@ -140,3 +140,22 @@ def import_extension(path: Path, name: str):
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def load_or_build(path: Path, source: bytes, compile_module: Callable[[Path, bytes], Tuple[bool, str]],
+                  import_module: Callable[[Path], Any], what: str, log) -> Tuple[Any, Optional[bool], str]:
+    """The module cached at ``path`` (``what`` names it in messages), built into it first where absent or
+    unloadable: ``(module, True, how)``; or ``(None, False, why)`` where it cannot be had, ``(None, None,
+    why)`` where the cache directory cannot be written (the caller may build elsewhere)."""
+    if path.is_file():
+        try:
+            return import_module(path), True, f"loaded from the cache ({path})"
+        except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
+            log.warning("trt_kernels: the cached %s %s cannot be loaded (%s); rebuilding it", what, path, e)
+    ok, how = build_into(path, source, compile_module)
+    if not ok:
+        return None, ok, how
+    try:
+        return import_module(path), True, f"built with {how} into the cache ({path})"
+    except Exception as e:  # noqa: BLE001
+        return None, False, f"the {what} {path} was built but does not load ({type(e).__name__}: {e})"

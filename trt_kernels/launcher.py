@@ -272,20 +272,10 @@ def load(root: Optional[Path]) -> Launcher:
     if root is None:
         return _load_uncached(source, "the disk cache is off (TRT_KERNELS_CACHE=0)")
     path = module_path(root, source)
-    if path.is_file():
-        try:
-            return _loaded(import_module(path), path, f"loaded from the cache ({path})")
-        except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
-            _LOG.warning("trt_kernels: the cached compiled launcher %s cannot be loaded (%s); rebuilding it", path, e)
-    ok, how = _build.build_into(path, source, compile_module)
+    mod, ok, how = _build.load_or_build(path, source, compile_module, import_module, "compiled launcher", _LOG)
     if ok is None:
         return _load_uncached(source, how)
-    if not ok:
-        return Launcher("python", how)
-    try:
-        return _loaded(import_module(path), path, f"built with {how} into the cache ({path})")
-    except Exception as e:  # noqa: BLE001
-        return Launcher("python", f"the compiled launcher {path} was built but does not load ({type(e).__name__}: {e})")
+    return _loaded(mod, path, how) if mod is not None else Launcher("python", how)
 
 
 def _load_uncached(source: bytes, why: str) -> Launcher:

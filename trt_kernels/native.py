@@ -44,6 +44,8 @@ SOURCE = Path(__file__).with_name("_cnative.cpp")
 MODULE = "_cnative"
 ABI = 1  # the C++ file's TRTK_NATIVE_ABI
 ENV = "TRT_KERNELS_NATIVE"
+CACHE_OFF = ("not built: the disk cache is off (TRT_KERNELS_CACHE=0), and building it costs a few seconds in every "
+             "process")
 
 # the C++ file's enums
 KIND = {"tensor": 0, float: 1, int: 2, bool: 3}
@@ -106,7 +108,7 @@ def eligible(kop) -> Optional[str]:
         return "its inputs"
     for d in kop.sig.scalar_decls:
         if scalar_len(d) is not None or scalar_type(d) not in (float, int, bool):
-            return f"scalar input {d.name!r} is a tuple"
+            return f"scalar input {d.name!r} is a tuple or not float / int / bool"
     if not kop.sig.has_outputs or not kop.sig.has_geometry:
         return "it declares no outputs or no geometry"
     return None
@@ -379,7 +381,7 @@ def describe() -> Dict[str, str]:
     if path is not None and path.is_file():
         return {"native": "yes", "reason": f"in the cache ({path}); loaded at the first declaration"}
     if root is None:
-        return {"native": "no", "reason": load(None)[1]}
+        return {"native": "no", "reason": CACHE_OFF}
     cxx, origin = find_compiler()
     if cxx is None:
         return {"native": "no", "reason": origin}
@@ -450,18 +452,7 @@ def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
     except OSError as e:
         return None, f"the native kernel's source {SOURCE} cannot be read ({e})", None
     if root is None:  # a build per process would cost every process seconds: the Python kernel instead
-        return None, ("not built: the disk cache is off (TRT_KERNELS_CACHE=0), and building it costs a few seconds "
-                      "in every process"), None
+        return None, CACHE_OFF, None
     path = module_path(root, source)
-    if path.is_file():
-        try:
-            return import_module(path), f"loaded from the cache ({path})", str(path)
-        except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
-            _LOG.warning("trt_kernels: the cached native kernel %s cannot be loaded (%s); rebuilding it", path, e)
-    ok, how = _build.build_into(path, source, compile_module)
-    if not ok:
-        return None, how, None
-    try:
-        return import_module(path), f"built with {how} into the cache ({path})", str(path)
-    except Exception as e:  # noqa: BLE001
-        return None, f"the native kernel {path} was built but does not load ({type(e).__name__}: {e})", None
+    mod, _, how = _build.load_or_build(path, source, compile_module, import_module, "native kernel", _LOG)
+    return mod, how, (str(path) if mod is not None else None)
