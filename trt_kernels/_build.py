@@ -2,7 +2,7 @@
 finding the compiler, running it, writing the result into the cache atomically, loading it.
 
 No process state: :mod:`trt_kernels.launcher` and :mod:`trt_kernels.native` decide what to build
-and keep what they loaded.
+and keep what they loaded; :mod:`trt_kernels.cache_trust` decides what in the cache may be loaded.
 """
 
 from __future__ import annotations
@@ -109,8 +109,10 @@ def build_into(path: Path, source: bytes, compile_module: Callable[[Path, bytes]
     ``(False, why)`` where the build failed, ``(None, why)`` where the cache directory cannot be written."""
     import tempfile
 
+    from .cache_store import make_private_dirs
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         os.close(fd)
     except OSError as e:
@@ -118,6 +120,7 @@ def build_into(path: Path, source: bytes, compile_module: Callable[[Path, bytes]
     try:
         ok, how = compile_module(Path(tmp), source)
         if ok:
+            os.chmod(tmp, 0o700)  # the compiler wrote it with the umask's mode: private to you, as entries are
             os.replace(tmp, path)
         return ok, how
     finally:
@@ -143,19 +146,36 @@ def import_extension(path: Path, name: str):
 
 
 def load_or_build(path: Path, source: bytes, compile_module: Callable[[Path, bytes], Tuple[bool, str]],
-                  import_module: Callable[[Path], Any], what: str, log) -> Tuple[Any, Optional[bool], str]:
+                  import_module: Callable[[Path], Any], what: str, log) -> Tuple[Any, Optional[bool], str, Path]:
     """The module cached at ``path`` (``what`` names it in messages), built into it first where absent or
-    unloadable: ``(module, True, how)``; or ``(None, False, why)`` where it cannot be had, ``(None, None,
-    why)`` where the cache directory cannot be written (the caller may build elsewhere)."""
+    unloadable: ``(module, True, how, where)``; or ``(None, False, why, where)`` where it cannot be had,
+    ``(None, None, why, where)`` where the cache directory cannot be written (the caller may build
+    elsewhere). ``where`` is the file the module is (or would be) loaded from.
+
+    A module at ``path`` that fails :mod:`~trt_kernels.cache_trust`'s rule (another user's file, or one in a
+    directory others can write) is never loaded: the module is built into this process's private directory
+    instead, said once with the path, the owner and the fix."""
+    from . import cache_trust
+    from .cache_store import problem
+
+    prob = problem(path)
+    if prob is not None:
+        private = cache_trust.private_dir()
+        cache_trust.say_once(f"module:{path}", log, "trt_kernels: not loading the cached %s %s: %s; building it "
+                             "into %s for this process instead. Fix: %s", what, path, prob,
+                             private or "a temporary directory", prob.fix)
+        if private is None:
+            return None, None, f"the cached {what} {path} is not trusted ({prob})", path
+        path = private / path.parent.name / path.name
     if path.is_file():
         try:
-            return import_module(path), True, f"loaded from the cache ({path})"
+            return import_module(path), True, f"loaded from the cache ({path})", path
         except Exception as e:  # noqa: BLE001 - damaged or foreign: rebuilt below
             log.warning("trt_kernels: the cached %s %s cannot be loaded (%s); rebuilding it", what, path, e)
     ok, how = build_into(path, source, compile_module)
     if not ok:
-        return None, ok, how
+        return None, ok, how, path
     try:
-        return import_module(path), True, f"built with {how} into the cache ({path})"
+        return import_module(path), True, f"built with {how} into the cache ({path})", path
     except Exception as e:  # noqa: BLE001
-        return None, False, f"the {what} {path} was built but does not load ({type(e).__name__}: {e})"
+        return None, False, f"the {what} {path} was built but does not load ({type(e).__name__}: {e})", path

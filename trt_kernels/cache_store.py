@@ -44,6 +44,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
 
+from . import cache_trust
 from ._record import FACTORY, Record, plain_record
 
 T = TypeVar("T")
@@ -104,6 +105,93 @@ def _cache_dir(flag: str, cache_dir_env: Optional[str], xdg: Optional[str], home
         return Path(cache_dir_env).expanduser()
     base = xdg or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "trt_kernels"
+
+
+def cache_root() -> Optional[Path]:
+    """The directory this process reads and writes entries in: the cache directory (:func:`cache_dir`)
+    where it passes :mod:`~trt_kernels.cache_trust`'s rule (only you can write it), else this process's
+    private directory, said once with the path, the owner and the fix; None when the cache is off (or
+    neither can be had)."""
+    root = cache_dir()
+    if root is None:
+        return None
+    using, prob = cache_trust.choose(root)
+    if prob is None:
+        return root
+    private = using
+    cache_trust.say_once(
+        f"root:{root}", _LOG, "trt_kernels: the compile cache %s is not private to you: %s. Whoever can write there "
+        "could make this process run their code (cached kernels are launched, cached modules loaded), so nothing "
+        "in it is read or loaded; this process compiles into %s instead (said once; `trt-kernels doctor` shows "
+        "it). Fix: %s", root, prob, private or "memory only (no private directory could be made)", prob.fix)
+    return private
+
+
+def read_roots() -> List[Tuple[Path, Optional[int]]]:
+    """Where entries are looked up, in order: ``(cache_root(), None)``, then the shared read-only cache
+    ``(TRT_KERNELS_SHARED_CACHE_DIR, its owner's uid)`` where one is named (NVRTC and Triton entries
+    only; nothing is ever written there)."""
+    roots: List[Tuple[Path, Optional[int]]] = []
+    root = cache_root()
+    if root is not None:
+        roots.append((root, None))
+    shared = cache_trust.shared_dir()
+    if shared is not None:
+        roots.append(shared)
+    return roots
+
+
+def trust() -> dict:
+    """The cache's trust as ``doctor`` and ``status`` show it: ``{"cache", "trusted", "problem", "fix",
+    "using", "shared", "shared_problem"}`` (values None where they do not apply)."""
+    root = cache_dir()
+    out = {"cache": str(root) if root is not None else None, "trusted": None, "problem": None, "fix": None,
+           "using": None, "shared": None, "shared_problem": None}
+    if root is not None:
+        prob = cache_trust.dir_problem(root, root)
+        out.update(trusted=prob is None, problem=str(prob) if prob else None, fix=prob.fix if prob else None)
+        using = cache_root()
+        out["using"] = str(using) if using is not None else None
+    shared = cache_trust.shared_dir()
+    if shared is not None:
+        prob = cache_trust.dir_problem(shared[0], shared[0], shared[1])
+        out.update(shared=f"{shared[0]} (owner {cache_trust.who(shared[1])})",
+                   shared_problem=str(prob) if prob else None)
+    return out
+
+
+def problem(path: Path) -> Optional[cache_trust.Problem]:
+    """Why the cache file ``path`` is not to be trusted (:func:`cache_trust.path_problem`, under the root
+    or shared cache that holds it), or None."""
+    root, owner = _root_of(path)
+    return cache_trust.path_problem(path, root, owner)
+
+
+def _root_of(path: Path) -> Tuple[Path, Optional[int]]:
+    """The root (and, for the shared cache, its owner) that ``path`` lies under; its own directory where
+    it lies under none (a path a caller chose)."""
+    p = os.path.abspath(path)
+    for root, owner in read_roots():
+        r = os.path.abspath(root)
+        if p.startswith(r.rstrip(os.sep) + os.sep):
+            return root, owner
+    return Path(p).parent, None
+
+
+def make_private_dirs(d: Path) -> None:
+    """Make the directory ``d`` and its missing parents, each 0700 (private to you)."""
+    missing = []
+    p = Path(os.path.abspath(d))
+    while not os.path.lexists(p):
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for m in reversed(missing):
+        try:
+            os.mkdir(m, 0o700)
+        except FileExistsError:
+            pass  # another process made it meanwhile (its owner is checked before anything is read there)
 
 
 # ---------------- framing ----------------
@@ -201,9 +289,19 @@ class _Unusable(OSError):
         self.why, self.is_dir = why, is_dir
 
 
-def _read_regular(path: Path, limit: int, prefix: Optional[int] = None) -> bytes:
+class _Untrusted(_Unusable):
+    """The entry at a path fails :mod:`~trt_kernels.cache_trust`'s rule: ``problem`` says how."""
+
+    def __init__(self, path: Path, prob: cache_trust.Problem):
+        super().__init__(path, prob.why)
+        self.problem = prob
+
+
+def _read_regular(path: Path, limit: int, prefix: Optional[int] = None, owner: Optional[int] = -1) -> bytes:
     """The bytes of ``path`` (its first ``prefix`` bytes if given) if it is a regular file of at
-    most ``limit`` bytes; never follows a symbolic link, never blocks on a FIFO, never reads a device."""
+    most ``limit`` bytes; never follows a symbolic link, never blocks on a FIFO, never reads a device.
+    ``owner`` (None: you; a uid: a shared cache's owner; -1: not checked): the file, as opened, must pass
+    :func:`cache_trust.file_problem` (else :class:`_Untrusted`)."""
     try:
         fd = os.open(path, _OPEN)
     except OSError as e:
@@ -220,6 +318,10 @@ def _read_regular(path: Path, limit: int, prefix: Optional[int] = None) -> bytes
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _Unusable(path, f"is {_kind(st.st_mode)}, not a regular file", stat.S_ISDIR(st.st_mode))
+        if owner != -1:
+            prob = cache_trust.file_problem(str(path), st, owner)
+            if prob is not None:
+                raise _Untrusted(path, prob)
         if st.st_size > limit:
             raise _Unusable(path, f"has {st.st_size} bytes, more than the {limit} an entry may have")
         want, n, step = (limit + 1 if prefix is None else prefix), 0, st.st_size + 1
@@ -237,14 +339,27 @@ def _read_regular(path: Path, limit: int, prefix: Optional[int] = None) -> bytes
     return data
 
 
-def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T]) -> Optional[T]:
+def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T],
+               root: Optional[Tuple[Path, Optional[int]]] = None) -> Optional[T]:
     """The payload of the entry at ``path`` through ``decode``; None when there is no usable entry
     (absent, not a regular file, unreadable, corrupt, or ``decode`` raised), so the caller
-    recompiles and rewrites it. A problem with one entry is logged at warning level once."""
+    recompiles and rewrites it. A problem with one entry is logged at warning level once.
+
+    Nothing is read that fails :mod:`~trt_kernels.cache_trust`'s rule (a directory on the way or the
+    file owned by another user, or writable by group or others): said once, with the fix. ``root``: the
+    :func:`read_roots` item ``path`` lies under, where the caller knows it."""
+    top, owner = _root_of(path) if root is None else root
+    prob = cache_trust.dir_problem(path.parent, top, owner)
     try:
-        blob = _read_regular(path, MAX_ENTRY_BYTES)
+        if prob is not None:
+            raise _Untrusted(path, prob)
+        blob = _read_regular(path, MAX_ENTRY_BYTES, owner=owner)
     except (FileNotFoundError, NotADirectoryError):
         return None  # absent; a file where the key directory belongs is repaired by the write
+    except _Untrusted as e:
+        cache_trust.say_once(f"entry:{path}", _LOG, "trt_kernels: not trusting the cache entry %s: %s; compiling "
+                             "it in this process instead. Fix: %s", path, e.problem, e.problem.fix)
+        return None
     except _Unusable as e:
         if e.is_dir:  # the write removes it if empty, else says it cannot write
             _LOG.debug("trt_kernels: cache entry %s is a directory; recompiling", path)
@@ -281,7 +396,7 @@ def _ensure_dir(d: Path) -> None:
     try:
         st = os.lstat(d)
     except FileNotFoundError:
-        d.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(d)
         return
     if stat.S_ISDIR(st.st_mode):
         return
@@ -293,7 +408,7 @@ def _ensure_dir(d: Path) -> None:
         except FileNotFoundError:
             pass  # another process repaired it first
         _LOG.warning("trt_kernels: removed %s (%s) from the compile cache: a program's directory belongs there", d, what)
-        d.mkdir(exist_ok=True)
+        make_private_dirs(d)
         return
     if stat.S_ISLNK(st.st_mode) and d.is_dir():
         return  # e.g. <cache>/triton linked elsewhere by its owner
@@ -343,6 +458,17 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
     """Frame ``payload`` (:func:`frame`) and write it to ``path`` atomically (temporary file,
     fsync, rename). A failure is logged (once per process and cache at warning level), not raised."""
     blob = frame(magic, payload)
+    root, owner = _root_of(path)
+    prob = cache_trust.dir_problem(path.parent, root, owner)
+    try:
+        st = os.lstat(path)
+        if prob is None and st.st_uid != cache_trust.me():
+            prob = cache_trust.file_problem(str(path), st)
+    except OSError:
+        pass
+    if prob is not None:  # said where it was read; nothing another user owns or can swap is written over
+        _LOG.debug("trt_kernels: not writing the cache entry %s: %s", path, prob)
+        return
     try:
         _ensure_dir(path.parent)
         remove_stale_temporaries(path.parent)
@@ -380,11 +506,12 @@ class ClearReport(Record):
     removed_bytes: int = 0
     kept: int = 0  # files, links and other things this package did not write, left as they were
     kept_bytes: int = 0
+    foreign: int = 0  # of those, files named like entries but owned by another user (never ours to remove)
     kept_examples: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
 
     def __init__(self, root: Path, entries: int = 0, temporaries: int = 0, directories: int = 0, removed_bytes: int = 0,
-                 kept: int = 0, kept_bytes: int = 0, kept_examples: List[str] = FACTORY,
+                 kept: int = 0, kept_bytes: int = 0, foreign: int = 0, kept_examples: List[str] = FACTORY,
                  errors: List[str] = FACTORY) -> None:
         self.root = root
         self.entries = entries
@@ -393,6 +520,7 @@ class ClearReport(Record):
         self.removed_bytes = removed_bytes
         self.kept = kept
         self.kept_bytes = kept_bytes
+        self.foreign = foreign
         self.kept_examples = [] if kept_examples is FACTORY else kept_examples
         self.errors = [] if errors is FACTORY else errors
 
@@ -425,7 +553,7 @@ def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: byte
                  tmp: "re.Pattern[str]" = _TMP):
     """Remove entries named like ``entry`` that start with ``magic``, and temporary files (named like
     ``tmp``), from ``d``; keep the rest. ``only``: names to look at (the others are not this call's business)."""
-    kept = False
+    kept, me = False, cache_trust.me()
     with os.scandir(d) as it:
         items = [e for e in it if only is None or e.name in only]
     for e in items:
@@ -433,10 +561,11 @@ def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: byte
             st = e.stat(follow_symlinks=False)
         except OSError:
             continue
-        ours = stat.S_ISREG(st.st_mode) and (
+        named = stat.S_ISREG(st.st_mode) and (
             tmp.fullmatch(e.name) or (entry.fullmatch(e.name) and _starts_with(e.path, magic)))
-        if not ours:
+        if not named or st.st_uid != me:  # another user's file is theirs, whatever its name
             kept = True
+            rep.foreign += bool(named)
             _keep(rep, e.path, st)
             continue
         try:
@@ -463,8 +592,9 @@ def clear(root: Path) -> ClearReport:
     magic (format 1), and temporary files ``*.bin.<random>.tmp`` next to them; all regular files,
     whatever the format version after the magic; ``launcher/<64 hex><EXT_SUFFIX>`` shared objects
     (ELF) and their temporary files. A program-key directory (and ``triton/``, ``launcher/``) is
-    removed when that leaves it empty. Everything else, symbolic links included (never
-    followed), is left untouched and counted in the report; ``root`` itself stays.
+    removed when that leaves it empty. Only what you own is ours: a file or directory of another
+    user, whatever its name, is kept (and counted as ``foreign``). Everything else, symbolic links
+    included (never followed), is left untouched and counted in the report; ``root`` itself stays.
     """
     rep = ClearReport(root=root)
     try:
@@ -478,7 +608,8 @@ def clear(root: Path) -> ClearReport:
         except OSError:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
-        if is_dir and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher")):
+        ours = st.st_uid == cache_trust.me()
+        if is_dir and ours and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher")):
             pattern, magic, tmp = {"triton": (_KEY_BIN, TRITON_MAGIC, _TMP),
                                    "launcher": (_LAUNCHER_SO, ELF_MAGIC, _LAUNCHER_TMP)}.get(
                 e.name, (_ARCH_BIN, NVRTC_MAGIC, _TMP))

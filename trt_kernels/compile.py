@@ -38,7 +38,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
 from ._record import Frozen, plain_record
-from .cache_store import MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
+from .cache_store import (MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_root, pack_payload, read_entry, read_roots,
+                          unpack_payload, write_entry)
 from .errors import CompileError
 from .kernel_source import ptx_isa
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
@@ -226,19 +227,21 @@ def _toolchain_id() -> str:
 
 
 def _entry_path(key: str, arch: str) -> Optional[Path]:
-    cdir = cache_dir()
+    """Where this process writes (and first looks for) the entry: under :func:`cache_root`."""
+    cdir = cache_root()
     return cdir / key / f"{arch}.bin" if cdir is not None else None
 
 
-def _lookup(key: str, arch: str, ident: str) -> Optional[CompiledProgram]:
+def _lookup(key: str, arch: str, ident: str, roots=None) -> Optional[CompiledProgram]:
     hit = _MEMO.get((key, arch))
     if hit is not None:
         return hit
-    path = _entry_path(key, arch)
-    prog = read_entry(path, _MAGIC, lambda payload: _decode(payload, key, arch, ident)) if path is not None else None
-    if prog is not None:
-        prog = _MEMO.setdefault((key, arch), prog)
-    return prog
+    for root in (read_roots() if roots is None else roots):
+        prog = read_entry(root[0] / key / f"{arch}.bin", _MAGIC, lambda payload: _decode(payload, key, arch, ident),
+                          root)
+        if prog is not None:
+            return _MEMO.setdefault((key, arch), prog)
+    return None
 
 
 def cached_program(
@@ -256,22 +259,23 @@ def cached_program(
     the kernel ABI against such an entry and leaves the arch-specific CUBIN to the first launch.
     """
     ident = toolchain.identity()
-    cdir = cache_dir()
-    if ident is None or cdir is None:
+    roots = read_roots()
+    if ident is None or not roots:
         return None
     key = program_key(source, name_expressions, options, std, include_paths, ident)
     for (k, _arch), prog in reversed(_MEMO.items()):
         if k == key:
             return _MEMO.setdefault((k, _arch), prog)
-    try:
-        names = sorted(os.listdir(cdir / key))
-    except OSError:
-        return None
-    for n in names:
-        if n.endswith(".bin"):
-            prog = _lookup(key, n[: -len(".bin")], ident)
-            if prog is not None:
-                return prog
+    for root in roots:
+        try:
+            names = sorted(os.listdir(root[0] / key))
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".bin"):
+                prog = _lookup(key, n[: -len(".bin")], ident, [root])
+                if prog is not None:
+                    return prog
     return None
 
 

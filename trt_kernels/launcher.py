@@ -121,14 +121,15 @@ def describe() -> Dict[str, str]:
     lau = _prepared
     if lau is not None:
         return {"launcher": lau.kind, "reason": lau.reason}
-    from .cache_store import cache_dir
+    from .cache_store import cache_root, problem
 
-    root = cache_dir()
+    root = cache_root()
     try:
         path = module_path(root) if root is not None else None
     except OSError as e:
         return {"launcher": "python", "reason": f"the launcher's source {SOURCE} cannot be read ({e})"}
-    if path is not None and path.is_file():
+    untrusted = problem(path) if path is not None and path.is_file() else None
+    if path is not None and path.is_file() and untrusted is None:
         return {"launcher": "compiled", "reason": f"in the cache ({path}); loaded at the first eager launch"}
     cc, origin = find_compiler()
     if cc is None:
@@ -137,7 +138,8 @@ def describe() -> Dict[str, str]:
     if missing:
         return {"launcher": "python", "reason": missing}
     return {"launcher": "compiled", "reason": f"built with {origin} at the first eager launch"
-            + ("" if root is not None else " (not cached: TRT_KERNELS_CACHE=0)")}
+            + ("" if root is not None else " (not cached: TRT_KERNELS_CACHE=0)")
+            + (f" into a private directory (the cached one is not trusted: {untrusted})" if untrusted else "")}
 
 
 # ---------------- preparing (once per process) ----------------
@@ -152,9 +154,9 @@ def prepare() -> Launcher:
         return lau
     with _LOCK:
         if _prepared is None:
-            from .cache_store import cache_dir
+            from .cache_store import cache_root
 
-            lau = load(cache_dir())
+            lau = load(cache_root())
             if lau.kind == "compiled":
                 lau = bind(lau)
             if lau.kind != "compiled":
@@ -272,7 +274,7 @@ def load(root: Optional[Path]) -> Launcher:
     if root is None:
         return _load_uncached(source, "the disk cache is off (TRT_KERNELS_CACHE=0)")
     path = module_path(root, source)
-    mod, ok, how = _build.load_or_build(path, source, compile_module, import_module, "compiled launcher", _LOG)
+    mod, ok, how, path = _build.load_or_build(path, source, compile_module, import_module, "compiled launcher", _LOG)
     if ok is None:
         return _load_uncached(source, how)
     return _loaded(mod, path, how) if mod is not None else Launcher("python", how)

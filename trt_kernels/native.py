@@ -350,9 +350,9 @@ def _prepare(need_cuda: bool = True) -> Native:
     alloc = getattr(aoti, "unsafe_alloc_void_ptr_from_tensor", None)
     if steal is None or alloc is None:
         return Native(None, f"this torch ({torch.__version__}) lacks torch._C._aoti's tensor handle functions")
-    from .cache_store import cache_dir
+    from .cache_store import cache_root
 
-    mod, reason, path = load(cache_dir())
+    mod, reason, path = load(cache_root())
     if mod is None:
         return Native(None, reason)
     missing = mod.init(_torch_lib("c10"), _torch_lib("torch_cpu"), _torch_lib("torch_cuda"), steal, alloc)
@@ -374,18 +374,20 @@ def describe() -> Dict[str, str]:
 
     if torch.version.cuda is None:
         return {"native": "no", "reason": f"this torch ({torch.__version__}) has no CUDA"}
-    from .cache_store import cache_dir
+    from .cache_store import cache_root, problem
 
-    root = cache_dir()
+    root = cache_root()
     path = module_path(root) if root is not None else None
-    if path is not None and path.is_file():
+    untrusted = problem(path) if path is not None and path.is_file() else None
+    if path is not None and path.is_file() and untrusted is None:
         return {"native": "yes", "reason": f"in the cache ({path}); loaded at the first declaration"}
     if root is None:
         return {"native": "no", "reason": CACHE_OFF}
     cxx, origin = find_compiler()
     if cxx is None:
         return {"native": "no", "reason": origin}
-    return {"native": "yes", "reason": f"built with {origin} at the first declaration"}
+    return {"native": "yes", "reason": f"built with {origin} at the first declaration"
+            + (f" into a private directory (the cached one is not trusted: {untrusted})" if untrusted else "")}
 
 
 # ---------------- building and loading ----------------
@@ -454,5 +456,5 @@ def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
     if root is None:  # a build per process would cost every process seconds: the Python kernel instead
         return None, CACHE_OFF, None
     path = module_path(root, source)
-    mod, _, how = _build.load_or_build(path, source, compile_module, import_module, "native kernel", _LOG)
+    mod, _, how, path = _build.load_or_build(path, source, compile_module, import_module, "native kernel", _LOG)
     return mod, how, (str(path) if mod is not None else None)

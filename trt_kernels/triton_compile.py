@@ -31,7 +31,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from .cache_store import MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_dir, pack_payload, read_entry, unpack_payload, write_entry
+from .cache_store import (MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_root, pack_payload, read_entry, read_roots,
+                          unpack_payload, write_entry)
 from .errors import CompileError, SpecError
 from .kernel_source import ptx_isa
 
@@ -245,8 +246,9 @@ def fp_fusion_option(options: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def cache_entry_path(key: str) -> Optional[Path]:
-    """Where the disk cache keeps the kernel of Triton hash ``key``; None when the cache is disabled."""
-    root = cache_dir()
+    """Where this process keeps the kernel of Triton hash ``key`` (under
+    :func:`~trt_kernels.cache_store.cache_root`); None when the cache is disabled."""
+    root = cache_root()
     return root / "triton" / f"{key}.bin" if root is not None else None
 
 
@@ -254,7 +256,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
                    options: Mapping[str, Any], label: str) -> TritonKernel:
     """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` without a GPU; PTX, CUBIN and metadata.
 
-    Cached under the package's cache directory (:func:`trt_kernels.cache_store.cache_dir`) as
+    Cached under the package's cache directory (:func:`trt_kernels.cache_store.cache_root`) as
     ``triton/<Triton's hash>.bin`` (atomic writes, the whole entry checksummed by the store)."""
     triton = require_triton()
     src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
@@ -265,7 +267,11 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
         if hit is not None:
             return hit
     path = cache_entry_path(key) if key is not None else None
-    k = read_entry(path, _MAGIC, lambda payload: _decode(payload, key)) if path is not None else None
+    k = None
+    for root in (read_roots() if key is not None else ()):
+        k = read_entry(root[0] / "triton" / f"{key}.bin", _MAGIC, lambda payload: _decode(payload, key), root)
+        if k is not None:
+            break
     if k is None:
         try:
             ck = triton.compile(src, target=target, options=dict(options))

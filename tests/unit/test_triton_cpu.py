@@ -92,7 +92,7 @@ def test_cache_is_keyed_by_tritons_own_hash_and_survives_a_fresh_process(tmp_pat
 
 def test_cache_off(tmp_path, monkeypatch):
     monkeypatch.setenv("TRT_KERNELS_CACHE", "0")
-    assert ts.cache_dir() is None
+    assert ts.cache_entry_path("ab" * 32) is None
 
 
 def test_type_params_and_checks():
