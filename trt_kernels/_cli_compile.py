@@ -76,7 +76,8 @@ def _normalizes(arch) -> bool:
 
 def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
     from ._cli_inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
-    from .compile import cache_dir, default_arch, normalize_arch
+    from .cache_store import cache_dir
+    from .compile import default_arch, normalize_arch
 
     given = bool(archs)
     try:
@@ -85,6 +86,12 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
             raise TargetError("the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps "
                               "nothing. Fix: unset TRT_KERNELS_CACHE (and set TRT_KERNELS_CACHE_DIR to the folder to "
                               "ship)")
+        from .cache_store import trust
+
+        tr = trust()
+        if tr["trusted"] is False:
+            raise TargetError(f"the cache {cdir} is not private to you ({tr['problem']}), so no process would read "
+                              f"what is compiled into it. Fix: {tr['fix']}")
         try:
             archs = [normalize_arch(a) for a in archs] or ([default_arch()] if default_arch() else [])
         except ValueError as e:

@@ -170,7 +170,7 @@ def gather() -> Dict[str, Any]:
     f["eager_launcher"] = launcher_facts(f["driver"] is not None)
     f["native_kernel"] = native_facts()
     # cache
-    from .compile import cache_dir
+    from .cache_store import cache_dir
 
     d = cache_dir()
     f["cache_dir"] = str(d) if d is not None else None
@@ -181,6 +181,9 @@ def gather() -> Dict[str, Any]:
                 n += 1
                 size += p.stat().st_size
     f["cache_files"], f["cache_bytes"] = n, size
+    from .cache_store import trust
+
+    f["cache_trust"] = trust()
     return f
 
 
@@ -201,10 +204,10 @@ def launcher_facts(have_driver: bool) -> Dict[str, Any]:
     """The eager launcher this machine gets: the compiled one (built now or found in the cache, and
     with a driver, bound to its cuLaunchKernel) or cuda.bindings', with the reason."""
     from . import launcher
-    from .cache_store import cache_dir
+    from .cache_store import cache_root
 
     try:
-        lau = launcher.load(cache_dir())
+        lau = launcher.load(cache_root())
         out: Dict[str, Any] = {"launcher": lau.kind, "reason": lau.reason, "path": lau.path, "bound": False}
         if lau.kind == "compiled" and have_driver:
             bound = launcher.bind(lau)
@@ -355,6 +358,17 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     cdir = f.get("cache_dir")
     add("compile cache", "ok", f"{cdir}: {f.get('cache_files', 0)} files, {f.get('cache_bytes', 0) / 1024:.1f} KiB"
         if cdir else "disabled (TRT_KERNELS_CACHE=0)")
+    tr = f.get("cache_trust") or {}
+    if tr.get("trusted") is False:
+        add("cache trust", "warn", f"not private to you: {tr.get('problem')}; nothing in it is read or loaded, each "
+            f"process compiles into a private directory instead ({tr.get('using')})", tr.get("fix") or "")
+    elif tr.get("trusted"):
+        add("cache trust", "ok", "only you (and root) can write it: its entries are read and its modules loaded")
+    if tr.get("shared"):
+        sp = tr.get("shared_problem")
+        add("shared cache", "warn" if sp else "ok", f"{tr['shared']}, read-only (TRT_KERNELS_SHARED_CACHE_DIR): "
+            + (f"not trusted: {sp}" if sp else "NVRTC and Triton entries read after your own cache misses"),
+            "make it writable by its owner only (chmod -R go-w), or unset TRT_KERNELS_SHARED_CACHE_DIR" if sp else "")
     return out
 
 

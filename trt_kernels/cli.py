@@ -11,7 +11,8 @@ def _info() -> int:
     import torch
 
     from . import __version__
-    from .compile import cache_dir, default_arch, include_dirs, nvrtc_version
+    from .cache_store import cache_dir
+    from .compile import default_arch, include_dirs, nvrtc_version
     from .launch import driver_version
 
     try:
@@ -92,6 +93,9 @@ def _cache(action: str) -> int:
         print(f"kept untouched: {_count(r.kept, 'file', 'files')} ({_size(r.kept_bytes)}) that trt-kernels did not "
               f"write (foreign files are never removed, symbolic links never followed), in "
               f"{', '.join(r.kept_examples)}{more}")
+        if r.foreign:
+            print(f"of those, {_count(r.foreign, 'file is', 'files are')} named like cache entries but owned by "
+                  "another user: check who wrote them (`ls -ln`) before removing them yourself")
     else:
         print("kept untouched: nothing (there were no files but trt-kernels' own)")
     for err in r.errors:

@@ -53,6 +53,19 @@ def format_status() -> str:
              + (f" [{trt['backend']}]" if trt.get("backend") else "")]
     if trt.get("notes"):
         lines.append(f"    note: {trt['notes']}")
+    from .cache_store import trust
+
+    tr = trust()
+    if tr["cache"] is None:
+        lines.append("compile cache: off (TRT_KERNELS_CACHE=0)")
+    elif tr["trusted"]:
+        lines.append(f"compile cache: {tr['cache']} (private to you)")
+    else:
+        lines.append(f"compile cache: {tr['cache']} NOT TRUSTED ({tr['problem']}); using {tr['using']}. "
+                     f"Fix: {tr['fix']}")
+    if tr["shared"]:
+        lines.append(f"shared cache: {tr['shared']}, read-only"
+                     + (f", NOT TRUSTED ({tr['shared_problem']})" if tr["shared_problem"] else ""))
     from .launcher import describe
 
     lau = describe()
