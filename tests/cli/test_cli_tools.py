@@ -250,6 +250,16 @@ def test_compile_refuses_without_arch_or_cache(tmp_path):
     assert r.returncode == 1 and "cache is disabled" in r.stderr
 
 
+def test_compile_refuses_a_cache_others_can_write(tmp_path):
+    path, _ = _write(tmp_path, SEED_FILE)
+    shared = tmp_path / "open-to-all"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    r = _cli(["compile", str(path), "--arch", "sm_90"], _env(tmp_path, TRT_KERNELS_CACHE_DIR=str(shared)))
+    assert r.returncode == 1 and "is not private to you" in r.stderr and f"Fix: chmod go-w {shared}" in r.stderr
+    assert not list(shared.iterdir())
+
+
 def test_compile_reports_an_abi_mismatch(tmp_path):
     path, ns = _write(tmp_path, BAD_FILE)
     r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], _env(tmp_path))
