@@ -260,21 +260,23 @@ class PluginBuilder:
             if kop.aot_fn is not None:
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
-            plan = kop.plan(tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
+            recipe = kop.recipe(kdt, tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
+            plan = recipe.plan
             scalars = self.scalars(a)
             ev = TrtEvaluator(trtp, inputs, scalars)
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
             launch.block_x, launch.block_y, launch.block_z = plan.block
             launch.shared_mem = evaluate(plan.shared_mem, ev)
-            # the scalars, baked in (a tuple input as its elements, in order), then the extras
-            args = [self.scalar_arg(d, v, k) for d, value in zip(self.scalar_decls, scalars)
-                    for k, v in enumerate(scalar_items(d, value))]
-            extra = trtp.SymIntExprs(len(args) + len(plan.extras))
+            # the arguments between the input and the output pointers, in the kernel's order: each scalar
+            # baked in (a tuple input as its elements), each size a SymInt32 expression
+            decls = self.scalar_decls
+            args = recipe.aot_extras(
+                lambda s, k: self.scalar_arg(decls[s], scalar_items(decls[s], scalars[s])[k], k),
+                lambda j: trtp.SymInt32(evaluate(plan.extras[j], ev)))
+            extra = trtp.SymIntExprs(len(args))
             for i, arg in enumerate(args):
                 extra[i] = arg
-            for j, e in enumerate(plan.extras):
-                extra[len(args) + j] = trtp.SymInt32(evaluate(e, ev))
             return symbol, ptx, launch, extra
 
         return self._make("aot_impl", body, params, ret)

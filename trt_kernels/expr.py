@@ -262,6 +262,20 @@ def binop(op: str, a: Expr, b: Expr) -> Expr:
     return BinOp(op, a, b)
 
 
+def lower(e: Expr) -> Expr:
+    """``e`` as the eager readers of a launch evaluate it (the generated Python launcher and the native
+    kernel, :class:`~trt_kernels.recipe.LaunchRecipe`): each ceiling division by a constant ``c`` written as
+    ``(lhs + (c - 1)) // c``, an addition and a floor division (the cheapest form in Python; the same value
+    as ``cdiv`` for every ``c > 0``); every other node as it is. Decided here once, so the two readers
+    cannot differ (they did once, for a negative ``c``)."""
+    if not isinstance(e, BinOp):
+        return e
+    lhs, rhs = lower(e.lhs), lower(e.rhs)
+    if e.op == "cdiv" and isinstance(rhs, Const):
+        return BinOp("floordiv", BinOp("add", lhs, Const(rhs.value - 1)), rhs)
+    return e if lhs is e.lhs and rhs is e.rhs else BinOp(e.op, lhs, rhs)
+
+
 def product(items: Sequence[Expr]) -> Expr:
     out: Expr = Const(1)
     for item in items:

@@ -35,7 +35,7 @@ from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
 
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
-    from .plan import LaunchPlan
+    from .recipe import LaunchRecipe
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -165,9 +165,7 @@ def py_source(e: Expr, names: _Names) -> str:
         lhs, rhs = py_source(e.lhs, names), py_source(e.rhs, names)
         if e.op in _PY_OPS:
             return f"({lhs} {_PY_OPS[e.op]} {rhs})"
-        if e.op == "cdiv":
-            if isinstance(e.rhs, Const):
-                return f"(({lhs} + {int(e.rhs.value) - 1}) // {rhs})"
+        if e.op == "cdiv":  # by a size (by a constant, LaunchRecipe.eager has it as an add and a floor division)
             return f"(-(-{lhs} // {rhs}))"
         return f"{e.op}({lhs}, {rhs})"  # max / min builtins
     raise TypeError(f"unresolved expression node {e!r}")
@@ -208,23 +206,23 @@ class Launcher:
         self.prefix = prefix
 
 
-def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None, prefix: str = "_",
-                   scratch: Tuple[Tuple[int, int], ...] = (), claunch=None) -> Launcher:
-    """The launch code for one (dtype, ranks) of ``kop``: statements over ``a0..aN`` (the op's
-    arguments) that end in ``return``, and the namespace they need. ``scratch``: ``(bytes per block,
-    alignment)`` of each pointer the compiler appended after the declared parameters (NULL where 0
-    bytes; a buffer per launch otherwise). ``claunch``: the compiled launcher's ``launch(func, gx, gy,
-    gz, bx, by, bz, smem, stream, codes, *values) -> CUresult`` to call; None: cuda.bindings'
-    ``cuLaunchKernel`` (or ``launch``) with a packed buffer."""
+def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=None, prefix: str = "_",
+                   claunch=None) -> Launcher:
+    """The launch code of ``recipe`` (one (dtype, ranks) of ``kop``): statements over ``a0..aN`` (the op's
+    arguments) that end in ``return``, and the namespace they need. The recipe's scratch pointers (those
+    the compiler appended after the declared parameters) are NULL where 0 bytes, a buffer per launch
+    otherwise. ``claunch``: the compiled launcher's ``launch(func, gx, gy, gz, bx, by, bz, smem, stream,
+    codes, *values) -> CUresult`` to call; None: cuda.bindings' ``cuLaunchKernel`` (or ``launch``) with a
+    packed buffer."""
     op = kop.op_name
+    plan, out_dtypes, in_dtypes, scratch = recipe.eager, recipe.out_dtypes, recipe.in_dtypes, recipe.scratch
     kinds = kop.sig.arg_kinds
     nargs = len(kinds)
     tpos = list(kop.sig.tensor_pos)
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
     names = _Names(tpos, spos)
     tuples = [(p, scalar_len(d)) for p, d in zip(spos, kop.sig.scalar_decls) if scalar_len(d) is not None]
-    pack = kop.param_pack(kdt, len(scratch))
+    pack = kop.param_pack(recipe)
     P = prefix
 
     def too_big(i: int, v: int):
@@ -261,7 +259,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         shapes = [tuple(args[p].shape) for p in tpos]
         from .plan import concrete
 
-        concrete(plan, shapes, kop.sig.tensor_names, [args[p] for p in spos],
+        concrete(recipe.plan, shapes, kop.sig.tensor_names, [args[p] for p in spos],
                  [d.name for d in kop.sig.scalar_decls])  # raises the InputError that names the expression
         raise InputError(f"{op}: the launch sizes at input sizes {shapes} are out of range")
 
@@ -289,15 +287,15 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}size_error": size_error,
         f"{P}grad_enabled": torch.is_grad_enabled,
         f"{P}new_buffer": new_buffer, f"{P}relaunch": relaunch_, f"{P}scalar_error": scalar_error_,
-        f"{P}tls": pack._tls, f"{P}pack": pack.struct.pack_into,
+        f"{P}tls": pack.per_thread, f"{P}pack": pack.struct.pack_into,
         f"{P}launch": launch or driver().cuLaunchKernel,
         f"{P}stream": stream or getattr(torch._C, "_cuda_getCurrentRawStream", None),
-        f"{P}funcs": kernel._functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
+        f"{P}funcs": kernel.functions, f"{P}load": kernel.function, f"{P}empty": torch.empty,
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
         f"{P}scratch": scratch_, f"{P}bad_scalars": bad_scalars,
     }
     if claunch is not None:
-        ns.update({f"{P}claunch": claunch, f"{P}codes": codes, f"{P}handles": kernel._handles,
+        ns.update({f"{P}claunch": claunch, f"{P}codes": codes, f"{P}handles": kernel.handles,
                    f"{P}handle": kernel.handle, f"{P}crelaunch": crelaunch_, f"{P}cscratch": cscratch_,
                    f"{P}conv_error": (OverflowError, TypeError)})
     for i, d in enumerate(out_dtypes):
@@ -373,9 +371,7 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
         else:
             dims = "".join(f"{d}, " for d in dims_of[i])
             body.append(f"    o{i} = {P}empty(({dims}), dtype={P}odt{i}, device=a{tpos[0]}.device)")
-    lens = dict(tuples)
-    vals = [f"a{p}.data_ptr()" for p in tpos] + [f"*a{p}" if p in lens else f"a{p}" for p in spos]
-    vals += [f"x{i}" for i in range(len(extra_src))] + [f"o{i}.data_ptr()" for i in range(len(plan.outputs))]
+    vals = [_value_source(p, tpos, spos) for p in recipe.params]
     bx, by, bz = plan.block
     # a grid axis that is a constant (1 for most geometries) needs no emptiness test
     nonempty = [g for g, src in zip(("gx", "gy", "gz"), grid_src) if not (src.isdigit() and int(src) > 0)]
@@ -420,37 +416,50 @@ def launcher_parts(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[tor
     return Launcher(body, ns, pack, P)
 
 
-def build_launcher(kop, kdt: torch.dtype, plan: LaunchPlan, out_dtypes: List[torch.dtype],
-                   in_dtypes: List[torch.dtype], kernel, *, launch=None, stream=None,
-                   scratch: Tuple[Tuple[int, int], ...] = (), claunch: Any = "auto") -> Callable[..., Any]:
-    """Compile the specialized launch function for one (dtype, ranks) of ``kop``.
+def _value_source(p, tpos: Sequence[int], spos: Sequence[int]) -> str:
+    """The Python expression of a parameter's value over the op's arguments ``a0..aN``, the sizes ``x{i}``
+    and the outputs ``o{i}`` (:class:`~trt_kernels.signature.Param`'s roles)."""
+    if p.role == "input":
+        return f"a{tpos[p.index]}.data_ptr()"
+    if p.role == "scalar":
+        return f"a{spos[p.index]}" if p.element is None else f"a{spos[p.index]}[{int(p.element)}]"
+    if p.role == "extra":
+        return f"x{int(p.index)}"
+    if p.role == "output":
+        return f"o{int(p.index)}.data_ptr()"
+    raise ValueError(f"unknown parameter role {p.role!r}")
+
+
+def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=None,
+                   claunch: Any = "auto") -> Callable[..., Any]:
+    """Compile the specialized launch function of ``recipe`` (one (dtype, ranks) of ``kop``).
 
     ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
     default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
     ``claunch``: ``"auto"`` asks :mod:`trt_kernels.launcher` for the compiled launcher (where
     ``launch`` is not given; prepared on the process's first call), None takes cuda.bindings', a
     callable is the compiled launcher's ``launch`` (tests pass recorders).
-    The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack`` and ``.claunch``.
+    The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack``, ``.recipe`` and ``.claunch``.
     """
     if isinstance(claunch, str):  # "auto"
         claunch = None
         if launch is None:
             from . import launcher
 
-            chosen = launcher.for_new_launcher(len(kop.param_pack(kdt, len(scratch)).codes) + len(scratch))
+            chosen = launcher.for_new_launcher(len(recipe.params) + len(recipe.scratch))
             claunch = chosen.launch if chosen is not None else None
-    parts = launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch, stream=stream, scratch=scratch,
-                           claunch=claunch)
+    parts = launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, claunch=claunch)
     params = ", ".join(f"a{i}" for i in range(len(kop.sig.arg_kinds)))
     src = f"def launch({params}):\n" + "\n".join(parts.body) + "\n"
     ns = dict(parts.ns)
-    code = compile(src, f"<trt_kernels launcher {kop.op_name} {kdt} ranks={plan.ranks}>", "exec")
+    code = compile(src, f"<trt_kernels launcher {kop.op_name} {recipe.kdt} ranks={recipe.plan.ranks}>", "exec")
     exec(code, ns)  # noqa: S102 - source built above from our own templates and ints only
     fn = ns["launch"]
     fn.source = src
     fn.pack = parts.pack
     fn.parts = parts
     fn.claunch = claunch
-    fn.rebuild = lambda prefix: launcher_parts(kop, kdt, plan, out_dtypes, in_dtypes, kernel, launch=launch,
-                                               stream=stream, prefix=prefix, scratch=scratch, claunch=claunch)
+    fn.recipe = recipe
+    fn.rebuild = lambda prefix: launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, prefix=prefix,
+                                               claunch=claunch)
     return fn

@@ -109,7 +109,11 @@ class PrimaryContext:
 
 
 class LoadedKernel:
-    """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device."""
+    """One symbol of one CUBIN; ``function(device)`` gives its CUfunction on that device (loading it once).
+
+    ``functions`` (device -> CUfunction) and ``handles`` (device -> the CUfunction as an int, what the compiled
+    launcher and the native kernel take) hold what is loaded so far: the eager readers look a device up there
+    without a call and call :meth:`function` / :meth:`handle` on a miss. Only this class writes them."""
 
     def __init__(self, image: bytes, symbol: str, label: str, raise_dynamic_smem: bool = False, shared_mem: int = 0):
         self.image = image
@@ -123,26 +127,26 @@ class LoadedKernel:
         self.shared_mem = shared_mem
         self._library = None
         self._kernel = None
-        self._functions: Dict[int, object] = {}
-        self._handles: Dict[int, int] = {}  # the CUfunction as an int, for the compiled launcher
+        self.functions: Dict[int, object] = {}
+        self.handles: Dict[int, int] = {}  # the CUfunction as an int, for the compiled launcher
         self._lock = threading.Lock()
 
     def function(self, device: int):
-        f = self._functions.get(device)
+        f = self.functions.get(device)
         if f is None:
             f = self._load(device)
         return f
 
     def handle(self, device: int) -> int:
         """``function(device)`` as an int (what the compiled launcher takes)."""
-        h = self._handles.get(device)
+        h = self.handles.get(device)
         if h is None:
-            h = self._handles.setdefault(device, int(self.function(device)))
+            h = self.handles.setdefault(device, int(self.function(device)))
         return h
 
     def _load(self, device: int):
         with self._lock:
-            f = self._functions.get(device)
+            f = self.functions.get(device)
             if f is not None:
                 return f
             cu = driver()
@@ -163,7 +167,7 @@ class LoadedKernel:
                 self._configure(cu, f)
             finally:
                 cu.cuCtxPopCurrent()
-            self._functions[device] = f
+            self.functions[device] = f
             return f
 
     def _configure(self, cu, f) -> None:
@@ -193,8 +197,9 @@ _ALIGN = {"Q": 8, "q": 8, "i": 4, "I": 4, "f": 4, "?": 1, "b": 1, "B": 1, "h": 2
 class ParamPack:
     """A packed kernel-parameter buffer laid out for ``codes`` (struct codes, one per parameter).
 
-    ``buffer()`` returns ``(ctypes buffer, address of its void*[] array)`` for the calling
-    thread; ``struct.pack_into(buffer, 0, *values)`` fills it. ``n_hidden``: the ``void*[]`` array
+    ``buffer()`` returns ``(ctypes buffer, address of its void*[] array, the array)`` for the calling
+    thread (``per_thread.b``, once made: the generated launcher reads it there without a call);
+    ``struct.pack_into(buffer, 0, *values)`` fills it. ``n_hidden``: the ``void*[]`` array
     has that many more entries, each pointing at an 8-byte slot after the packed values (zero,
     i.e. a NULL pointer, unless :meth:`set_hidden` sets it): the pointers a compiler appends after
     the declared parameters (Triton's scratch buffers).
@@ -219,18 +224,18 @@ class ParamPack:
         self.n_hidden = n_hidden
         self.hidden_offset = (pos + 7) // 8 * 8
         self.size = max(self.hidden_offset + 8 * n_hidden if n_hidden else pos, 1)
-        self._tls = threading.local()
+        self.per_thread = threading.local()  # its .b: this thread's (buffer, address of the void*[] array, array)
 
     def buffer(self):
         try:
-            return self._tls.b
+            return self.per_thread.b
         except AttributeError:
             buf = ctypes.create_string_buffer(self.size)
             base = ctypes.addressof(buf)
             ptrs = [base + o for o in self.offsets] + [base + self.hidden_offset + 8 * i for i in range(self.n_hidden)]
             arr = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
-            self._tls.b = (buf, ctypes.addressof(arr), arr)
-            return self._tls.b
+            self.per_thread.b = (buf, ctypes.addressof(arr), arr)
+            return self.per_thread.b
 
     def set_hidden(self, buf, values: Sequence[int]) -> None:
         """Set the hidden pointers (those not in ``values`` become NULL)."""

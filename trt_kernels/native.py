@@ -182,10 +182,6 @@ def _emit(e, out: List[int]) -> None:
         if e.index is not None:
             raise _Unsupported("a size read from a tuple input")
         out += [OP_SCALAR, int(e.scalar)]
-    elif isinstance(e, BinOp) and e.op == "cdiv" and isinstance(e.rhs, Const):
-        # as the Python launcher writes it (fastpath.py_source): (lhs + (c - 1)) // c
-        _emit(e.lhs, out)
-        out += [OP_CONST, int(e.rhs.value) - 1, OP_ADD, OP_CONST, int(e.rhs.value), OP_FLOORDIV]
     elif isinstance(e, BinOp) and e.op in _BINOPS:
         _emit(e.lhs, out)
         _emit(e.rhs, out)
@@ -194,10 +190,11 @@ def _emit(e, out: List[int]) -> None:
         raise _Unsupported(f"expression {e!r}")
 
 
-def encode(kop, plan, out_dtypes, codes: List[str], mod=None, hidden: int = 0) -> Dict[str, Any]:
-    """The native form of one (dtype, ranks) launch of ``kop`` (what :func:`trt_kernels.fastpath.launcher_parts`
-    writes as Python): registers, bytecode, outputs and parameters, then ``hidden`` NULL pointers (the
-    parameters the compiler appended for scratch buffers of 0 bytes). Raises _Unsupported."""
+def encode(recipe, mod=None) -> Dict[str, Any]:
+    """The native form of ``recipe`` (one (dtype, ranks) launch, which :func:`trt_kernels.fastpath.launcher_parts`
+    writes as Python): registers, bytecode, outputs and parameters, then a NULL pointer for each one the
+    compiler appended (scratch buffers of 0 bytes). Raises _Unsupported."""
+    plan = recipe.eager  # (a ceiling division by a constant is an add and a floor division there, as in Python)
     code: List[int] = []
     for c in plan.checks:
         if c.kind == "shape":
@@ -223,41 +220,49 @@ def encode(kop, plan, out_dtypes, codes: List[str], mod=None, hidden: int = 0) -
     outs = []
     for i, o in enumerate(plan.outputs):
         dims = [] if o.like is not None else [store(e) for e in o.shape]
-        outs.append((-1 if o.like is None else int(o.like), _dtype_code(out_dtypes[i], mod), tuple(dims)))
+        outs.append((-1 if o.like is None else int(o.like), _dtype_code(recipe.out_dtypes[i], mod), tuple(dims)))
     if regs > 256 or len(code) > 4096:
         raise _Unsupported("too many sizes")
-    nt, ns = len(kop.sig.tensor_pos), len(kop.sig.scalar_decls)
-    sources = ([(SRC_TENSOR, t) for t in range(nt)] + [(SRC_SCALAR, s) for s in range(ns)]
-               + [(SRC_REG, r) for r in extras] + [(SRC_OUTPUT, o) for o in range(len(plan.outputs))])
-    if len(sources) != len(codes):
-        raise _Unsupported("the parameters")
-    params = [(c, src, idx) for c, (src, idx) in zip(codes, sources)] + [("Q", SRC_NULL, 0)] * hidden
+    params = [(p.code, *_source(p, extras)) for p in recipe.params] + [("Q", SRC_NULL, 0)] * len(recipe.scratch)
     if len(params) > 64:
         raise _Unsupported("more than 64 parameters")
     return {"code": code, "extras": extras, "grid": grid, "smem": smem, "block": tuple(plan.block), "outs": outs,
             "params": params}
 
 
-def add_variant(slot: int, kop, key, plan, out_dtypes, kernel, codes: List[str], scratch) -> bool:
+def _source(p, extras: List[int]) -> Tuple[int, int]:
+    """Where the native kernel takes a parameter's value (:class:`~trt_kernels.signature.Param`'s roles)."""
+    if p.role == "input":
+        return SRC_TENSOR, int(p.index)
+    if p.role == "scalar" and p.element is None:
+        return SRC_SCALAR, int(p.index)
+    if p.role == "extra":
+        return SRC_REG, extras[p.index]
+    if p.role == "output":
+        return SRC_OUTPUT, int(p.index)
+    raise _Unsupported(f"a parameter of role {p.role!r}" + (" (a tuple's element)" if p.element is not None else ""))
+
+
+def add_variant(slot: int, kop, key, recipe, kernel) -> bool:
     """Let the slot launch calls with ``key`` (the dispatcher's: input dtypes, then ranks) natively:
-    what the Python launcher for that key does. False (the Python launcher keeps them) where the
-    launch is not one it models, or ``kop`` is no longer the op's declaration."""
+    what the Python launcher of ``recipe`` for that key does. False (the Python launcher keeps them)
+    where the launch is not one it models, or ``kop`` is no longer the op's declaration."""
     from . import launcher
 
-    if any(size > 0 for size, _ in scratch) or launcher.preference() != "auto":
+    if recipe.needs_scratch or launcher.preference() != "auto":
         return False
     with _LOCK:
         ref = _owner.get(slot)
         if ref is None or ref() is not kop:
             return False
         try:
-            enc = encode(kop, plan, out_dtypes, codes, hidden=len(scratch))
+            enc = encode(recipe)
             nt = len(kop.sig.tensor_pos)
             dtypes = [_dtype_code(dt) for dt in key[:nt]]
             _check_params(kernel, enc["params"])
             _prepared.module.add_variant(slot, dtypes, list(key[nt:]), enc["code"], enc["extras"], enc["grid"],
                                          enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
-                                         kernel._handles)
+                                         kernel.handles)
         except _Unsupported as e:
             _LOG.debug("trt_kernels: %s %s launches from Python: %s", kop.op_name, key, e)
             return False
@@ -278,7 +283,7 @@ def _check_params(kernel, params) -> None:
 
     cu = driver()
     get = getattr(cu, "cuFuncGetParamInfo", None)
-    funcs = list(kernel._functions.values())
+    funcs = list(kernel.functions.values())
     if get is None or not funcs:
         return
     sizes = []

@@ -30,6 +30,7 @@ from .signature import Signature, scalar_len, scalar_type
 if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, not at declaration
     from .launch import LoadedKernel, ParamPack
     from .plan import LaunchPlan
+    from .recipe import LaunchRecipe
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
 #: parameters and any compile error do not depend on it, and Hopper accepts every feature an
@@ -99,6 +100,7 @@ class KernelOp:
     _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
     _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
     _packs: Dict[Tuple, ParamPack] = field(default_factory=dict)
+    _recipes: Dict[Tuple, LaunchRecipe] = field(default_factory=dict)
     _meta: Dict[Tuple[int, ...], list] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -109,8 +111,8 @@ class KernelOp:
                  defaults: Tuple[Any, ...] = (), library: Any = None, cuda_impl: Any = None,
                  tensorrt: TensorRTSide = FACTORY, _binaries: Dict[Optional[str], Binary] = FACTORY,
                  _plans: Dict[Tuple, LaunchPlan] = FACTORY, _loaded: Dict[Tuple, LoadedKernel] = FACTORY,
-                 _packs: Dict[Tuple, ParamPack] = FACTORY, _meta: Dict[Tuple[int, ...], list] = FACTORY,
-                 _lock: threading.Lock = FACTORY) -> None:
+                 _packs: Dict[Tuple, ParamPack] = FACTORY, _recipes: Dict[Tuple, LaunchRecipe] = FACTORY,
+                 _meta: Dict[Tuple[int, ...], list] = FACTORY, _lock: threading.Lock = FACTORY) -> None:
         self.sig = sig
         self.source = source
         self.meta_fn = meta_fn
@@ -129,6 +131,7 @@ class KernelOp:
         self._plans = {} if _plans is FACTORY else _plans
         self._loaded = {} if _loaded is FACTORY else _loaded
         self._packs = {} if _packs is FACTORY else _packs
+        self._recipes = {} if _recipes is FACTORY else _recipes
         self._meta = {} if _meta is FACTORY else _meta
         self._lock = threading.Lock() if _lock is FACTORY else _lock
 
@@ -241,16 +244,29 @@ class KernelOp:
         self.binary(arch)
         return f"built for {normalize_arch(arch)}"
 
-    def param_pack(self, dtype: torch.dtype, n_hidden: int = 0) -> ParamPack:
-        """The packed-parameter layout at ``dtype`` (with ``n_hidden`` pointers after the declared
-        parameters, NULL unless set); one per layout, buffers are per thread."""
-        key = (dtype, n_hidden)
+    def param_pack(self, recipe: LaunchRecipe) -> ParamPack:
+        """The packed-parameter layout of ``recipe`` (its parameters, then the pointers appended after them,
+        NULL unless set); one per layout, buffers are per thread."""
+        key = (recipe.codes, len(recipe.scratch))
         pack = self._packs.get(key)
         if pack is None:
             from .launch import ParamPack
 
-            pack = self._packs.setdefault(key, ParamPack(self.sig.param_codes(dtype), n_hidden))
+            pack = self._packs.setdefault(key, ParamPack(recipe.codes, len(recipe.scratch)))
         return pack
+
+    def recipe(self, kdt: Any, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchRecipe:
+        """The launch of the kernel at kernel dtype ``kdt`` and input ``ranks`` for ``tactic``, with the code
+        built for ``arch`` (default: :meth:`resolve_arch`), made once (:mod:`trt_kernels.recipe`)."""
+        arch = self.resolve_arch(arch) if self.source.needs_arch else None
+        key = (kdt, tuple(ranks), tactic, arch)
+        r = self._recipes.get(key)
+        if r is None:
+            from .recipe import make
+
+            plan = self.plan(tuple(ranks), tactic, arch)
+            r = self._recipes.setdefault(key, make(self.sig, kdt, plan, self.image(kdt, plan.tactic, arch)))
+        return r
 
     # ----- plans -----
     def plan(self, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchPlan:

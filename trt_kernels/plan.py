@@ -16,7 +16,8 @@ import torch
 
 from ._record import Frozen, plain_record
 from .errors import InputError
-from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, product, resolve
+from .expr import (BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, lower, product,
+                   resolve)
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import Signature
 
@@ -71,6 +72,16 @@ class LaunchPlan(Frozen):
                  extras: Tuple[Expr, ...], checks: Tuple[CheckPlan, ...] = ()) -> None:
         self.__dict__.update(op_name=op_name, ranks=ranks, tactic=tactic, outputs=outputs, grid=grid, block=block,
                              shared_mem=shared_mem, extras=extras, checks=checks)
+
+    def lowered(self) -> "LaunchPlan":
+        """This plan with every expression through :func:`~trt_kernels.expr.lower`: what eager launches
+        evaluate."""
+        outs = tuple(OutputPlan(tuple(lower(e) for e in o.shape), lower(o.numel), o.like, o.dtype_src, o.dtype)
+                     for o in self.outputs)
+        checks = tuple(CheckPlan(c.index, c.label, c.kind, c.tensors, c.texts,
+                                 tuple((lower(a), lower(b)) for a, b in c.pairs)) for c in self.checks)
+        return LaunchPlan(self.op_name, self.ranks, self.tactic, outs, tuple(lower(e) for e in self.grid), self.block,
+                          lower(self.shared_mem), tuple(lower(e) for e in self.extras), checks)
 
     def describe(self) -> str:
         outs = ", ".join("(" + ", ".join(map(str, o.shape)) + ")" for o in self.outputs)

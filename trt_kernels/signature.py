@@ -25,15 +25,23 @@ from .spec import InputDecl, ScalarInput
 
 @plain_record
 class Param(Frozen):
-    """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code."""
+    """One kernel parameter: ``kind`` is ``ptr``, ``int``, ``float`` or ``bool``; ``code`` its struct code;
+    ``role`` and ``index`` say where its value comes from: ``"input"`` (the pointer of tensor input
+    ``index``), ``"scalar"`` (scalar input ``index``; ``element`` of a tuple input), ``"extra"`` (the size
+    expression ``extras[index]``), ``"output"`` (the pointer of output ``index``). Every reader of a
+    launch (:class:`~trt_kernels.recipe.LaunchRecipe`) takes the kernel's parameters from these, in order."""
 
     kind: str
     size: int
     code: str  # struct format code used to pack it
     label: str  # how the declaration describes it, for messages
+    role: str = ""
+    index: int = 0
+    element: Optional[int] = None
 
-    def __init__(self, kind: str, size: int, code: str, label: str) -> None:
-        self.__dict__.update(kind=kind, size=size, code=code, label=label)
+    def __init__(self, kind: str, size: int, code: str, label: str, role: str = "", index: int = 0,
+                 element: Optional[int] = None) -> None:
+        self.__dict__.update(kind=kind, size=size, code=code, label=label, role=role, index=index, element=element)
 
 
 #: scalar input type -> (kind, bytes, struct code, C type, schema type)
@@ -274,16 +282,19 @@ class Signature(Frozen):
         """The kernel's parameter list at ``kdt``: ``(tensor input pointers, scalar inputs, extras,
         output pointers)``, each in declaration order."""
         ins = self.in_dtypes(kdt)
-        out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}") for d, dt in zip(self.tensor_decls, ins)]
-        for s in self.scalar_decls:
+        out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}", "input", t)
+               for t, (d, dt) in enumerate(zip(self.tensor_decls, ins))]
+        for i, s in enumerate(self.scalar_decls):
             kind, size, code, ct, _ = SCALAR_TYPES[scalar_type(s)]
             n = scalar_len(s)
             if n is None:
-                out.append(Param(kind, size, code, f"{ct} {s.name}"))
+                out.append(Param(kind, size, code, f"{ct} {s.name}", "scalar", i))
             else:  # a tuple: one C scalar per element, in order
-                out += [Param(kind, size, code, f"{ct} {s.name}_{k} /* {s.name}[{k}] */") for k in range(n)]
-        out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */") for i, lbl in enumerate(self.extra_labels)]
-        out += [Param("ptr", 8, "Q", f"{_dt.c_type(dt)}* {o.name}") for o, dt in zip(self.outputs, self.out_dtypes(ins))]
+                out += [Param(kind, size, code, f"{ct} {s.name}_{k} /* {s.name}[{k}] */", "scalar", i, k)
+                        for k in range(n)]
+        out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */", "extra", i) for i, lbl in enumerate(self.extra_labels)]
+        out += [Param("ptr", 8, "Q", f"{_dt.c_type(dt)}* {o.name}", "output", i)
+                for i, (o, dt) in enumerate(zip(self.outputs, self.out_dtypes(ins)))]
         return out
 
     def param_codes(self, kdt: torch.dtype) -> List[str]:

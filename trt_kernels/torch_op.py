@@ -23,7 +23,7 @@ from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpErro
 from .expr import ShapeEvaluator, evaluate
 from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
 from .op import KernelOp
-from .signature import SCALAR_TYPES, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
+from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
@@ -318,26 +318,22 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
                 raise InputError(f"{kop.op_name}: inputs are on different devices ({', '.join(str(t.device) for t in ts)}). "
                                  "Fix: move them to one CUDA device")
         kdt = check_tensor_args(kop, ts)
-        plan = kop.plan(tuple(t.dim() for t in ts))
-        in_dtypes = kop.sig.in_dtypes(kdt)
+        dev = ts[0].get_device()
+        recipe = kop.recipe(kdt, tuple(t.dim() for t in ts), 1, _arch_of(kop, dev))
         with lock:
             fn = entries.get(key)
             if fn is None:
                 from .fastpath import build_launcher  # (with the CUDA launch modules) at the first launch
 
-                dev = ts[0].get_device()
                 kernel = kop.loaded_kernel(kdt, dev)
-                image = kop.image(kdt, 1, _arch_of(kop, dev))
-                out_dtypes = kop.sig.out_dtypes(in_dtypes)
-                fn = build_launcher(kop, kdt, plan, out_dtypes, in_dtypes, kernel, scratch=image.scratch)
+                fn = build_launcher(kop, recipe, kernel)
                 entries[key] = fn
                 slot = definition.native if definition is not None else None
                 if slot is not None:  # the native kernel launches this key from now on
                     from . import native
 
                     kernel.handle(dev)
-                    native.add_variant(slot, kop, key, plan, out_dtypes, kernel, kop.sig.param_codes(kdt),
-                                       image.scratch)
+                    native.add_variant(slot, kop, key, recipe, kernel)
         return fn
 
     impl = build_dispatcher(kop, entries, new_entry, shell=shell)
@@ -375,11 +371,13 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     kdt = check_tensor_args(kop, tensors)
     scalars = check_scalar_args(kop, args)
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
-    plan = kop.plan(tuple(t.dim() for t in tensors), tactic)
+    ranks = tuple(t.dim() for t in tensors)
+    plan = kop.plan(ranks, tactic)
     from .fastpath import relaunch, scalar_error, scratch_buffers, unwritten_error
     from .launch import driver
     from .plan import concrete
 
+    # the sizes first: a size check or an out-of-range size raises before anything is built or loaded
     sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
                      [d.name for d in kop.sig.scalar_decls])
     grid = list(sizes.grid)
@@ -387,21 +385,18 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         if any(o.numel() for o in outs):
             raise unwritten_error(kop.op_name, grid)
         return
-    image = kop.image(kdt, tactic, _arch_of(kop, dev))
-    vals = [t.data_ptr() for t in tensors]
-    vals += [v for d, a in zip(kop.sig.scalar_decls, scalars) for v in scalar_items(d, a)]
-    vals += list(sizes.extras)
-    vals += [o.data_ptr() for o in outs]
-    pack = kop.param_pack(kdt, len(image.scratch))
+    recipe = kop.recipe(kdt, ranks, tactic, _arch_of(kop, dev))
+    image = recipe.image
+    pack = kop.param_pack(recipe)
     buf, addr, _keep = pack.buffer()
     try:
-        pack.struct.pack_into(buf, 0, *vals)
-    except (struct.error, OverflowError) as exc:
+        pack.struct.pack_into(buf, 0, *recipe.values(tensors, scalars, sizes.extras, outs))
+    except (struct.error, OverflowError, TypeError, IndexError) as exc:
         raise scalar_error(kop, args, exc) from None
     scratch = []
-    if image.needs_scratch:
+    if recipe.needs_scratch:
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
-            scratch = scratch_buffers(image.scratch, grid[0] * grid[1] * grid[2], tensors[0].device)
+            scratch = scratch_buffers(recipe.scratch, grid[0] * grid[1] * grid[2], tensors[0].device)
         pack.set_hidden(buf, [p for _, p in scratch])
     kernel = kop.loaded_kernel(kdt, dev, tactic)
     smem = max(sizes.shared_mem, image.shared_mem)

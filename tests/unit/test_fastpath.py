@@ -8,17 +8,17 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import registry
+from trt_kernels import recipe, registry
 from trt_kernels.fastpath import build_launcher
 from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 
 
 class StubKernel:
     def __init__(self):
-        self._functions = {-1: "FUNC"}
+        self.functions = {-1: "FUNC"}
 
     def function(self, dev):
-        return self._functions[dev]
+        return self.functions[dev]
 
 
 class Recorder:
@@ -46,8 +46,8 @@ def launcher_for(name, tensors):
     def launch(*a):
         return holder["rec"](*a)
 
-    fn = build_launcher(kop, torch.float32, plan, [torch.float32] * len(plan.outputs),
-                        [torch.float32] * len(tensors), StubKernel(), launch=launch, stream=lambda dev: 77)
+    fn = build_launcher(kop, recipe.make(kop.sig, torch.float32, plan, None), StubKernel(), launch=launch,
+                        stream=lambda dev: 77)
     holder["rec"] = Recorder(fn.pack)
     return fn, holder["rec"]
 
@@ -147,8 +147,7 @@ def dispatcher_for(name):
         ts = [a for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
         plan = kop.plan(tuple(t.dim() for t in ts))
         kdt = kop.dtypes[0]  # the recorder reads the parameters back by their codes, the same at every dtype
-        ins = kop.sig.in_dtypes(kdt)
-        fn = build_launcher(kop, kdt, plan, kop.sig.out_dtypes(ins), ins, StubKernel(), launch=launch,
+        fn = build_launcher(kop, recipe.make(kop.sig, kdt, plan, None), StubKernel(), launch=launch,
                             stream=lambda dev: 77)
         holder.setdefault("rec", Recorder(fn.pack))
 

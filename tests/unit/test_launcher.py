@@ -22,7 +22,7 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import launcher, registry
+from trt_kernels import launcher, recipe, registry
 from trt_kernels.dispatcher import build_dispatcher
 from trt_kernels.fastpath import build_launcher
 from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
@@ -309,14 +309,14 @@ def test_malformed_calls_are_refused_before_the_driver(built, driver):
 
 class StubKernel:
     def __init__(self):
-        self._functions = {-1: "FUNC"}
-        self._handles = {}
+        self.functions = {-1: "FUNC"}
+        self.handles = {}
 
     def function(self, dev):
-        return self._functions[dev]
+        return self.functions[dev]
 
     def handle(self, dev):
-        return self._handles.setdefault(dev, 0xF00D)
+        return self.handles.setdefault(dev, 0xF00D)
 
 
 class PackedRecorder:
@@ -340,12 +340,11 @@ def both_launchers(name, tensors, built, driver, scratch=()):
     plan = kop.plan(tuple(t.dim() for t in tensors))
     n_out = len(plan.outputs)
     holder = {}
-    common = dict(stream=lambda dev: 77, scratch=scratch)
-    fpy = build_launcher(kop, torch.float32, plan, [torch.float32] * n_out, [torch.float32] * len(tensors),
-                         StubKernel(), launch=lambda *a: holder["rec"](*a), **common)
+    r = recipe.make(kop.sig, torch.float32, plan, None, scratch)
+    assert len(r.out_dtypes) == n_out
+    fpy = build_launcher(kop, r, StubKernel(), launch=lambda *a: holder["rec"](*a), stream=lambda dev: 77)
     holder["rec"] = PackedRecorder(fpy.pack)
-    fc = build_launcher(kop, torch.float32, plan, [torch.float32] * n_out, [torch.float32] * len(tensors),
-                        StubKernel(), claunch=built.launch, **common)
+    fc = build_launcher(kop, r, StubKernel(), claunch=built.launch, stream=lambda dev: 77)
     driver.codes = "".join(fc.pack.codes) + "Q" * len(scratch)
     assert fpy.claunch is None and fc.claunch is built.launch and "claunch(" in fc.source
     return fpy, holder["rec"], fc
@@ -449,11 +448,11 @@ def test_the_inlined_dispatcher_keeps_the_compiled_launcher(built, driver):
     ttk.cuda_kernel_op(name, sigmoid_spec())
     kop = registry.get(name)
     entries = {}
-    driver.codes = "".join(kop.param_pack(torch.float32).codes)
+    driver.codes = "".join(kop.sig.param_codes(torch.float32))
 
     def new_entry(key, args):
         plan = kop.plan((args[0].dim(),))
-        fn = build_launcher(kop, torch.float32, plan, [torch.float32], [torch.float32], StubKernel(),
+        fn = build_launcher(kop, recipe.make(kop.sig, torch.float32, plan, None), StubKernel(),
                             stream=lambda dev: 5, claunch=built.launch)
         entries[key] = fn
         return fn
@@ -473,7 +472,7 @@ def test_launchers_built_under_use_python_take_cuda_bindings():
     kop = registry.get(name)
     plan = kop.plan((1,))
     with launcher.using("python"):
-        fn = build_launcher(kop, torch.float32, plan, [torch.float32], [torch.float32], StubKernel(),
+        fn = build_launcher(kop, recipe.make(kop.sig, torch.float32, plan, None), StubKernel(),
                             stream=lambda dev: 0)
     assert fn.claunch is None and "claunch(" not in fn.source and "_pack(b[0]" in fn.source
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trt_kernels as ttk
-from trt_kernels import native, registry
+from trt_kernels import native, recipe, registry
 from trt_kernels.fastpath import build_launcher
 from kernels import add_spec, mixed_spec, rmsnorm_mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 
@@ -51,8 +51,8 @@ class PyRecorder:
 
 
 class Stub:
-    _functions = {-1: "FUNC"}
-    _handles = {0: FUNC}
+    functions = {-1: "FUNC"}
+    handles = {0: FUNC}
 
     def function(self, dev):
         return "FUNC"
@@ -71,11 +71,10 @@ class NativeOp:
         kop = self.kop = registry.get(self.name)
         self.mod = mod
         plan = kop.plan(ranks)
-        in_dtypes = kop.sig.in_dtypes(dtype)
-        out_dtypes = kop.sig.out_dtypes(in_dtypes)
+        r = recipe.make(kop.sig, dtype, plan, None, scratch)
+        in_dtypes = r.in_dtypes
         self.rec = PyRecorder()
-        self.py = build_launcher(kop, dtype, plan, out_dtypes, in_dtypes, Stub(), launch=self.rec,
-                                 stream=lambda dev: 0, scratch=scratch)
+        self.py = build_launcher(kop, r, Stub(), launch=self.rec, stream=lambda dev: 0)
         self.hidden = len(scratch)
         self.rec.pack = self.py.pack
         self.ns = f"ttk_native_{next(_ns)}"
@@ -83,7 +82,7 @@ class NativeOp:
         self.lib.define(f"op{kop.schema}")
         self.slot = mod.register(self.ns, "op", "CPU", 0, self.py, native._kinds(kop))
         mod.reset(self.slot, len(plan.outputs), no_backward)
-        enc = native.encode(kop, plan, out_dtypes, kop.sig.param_codes(dtype), mod, hidden=len(scratch))
+        enc = native.encode(r, mod)
         codes = [mod.dtype_code(native._torch_lib("torch_cpu"), str(dt).split(".")[1]) for dt in in_dtypes]
         tdt = [codes[i] for i in range(len(kop.sig.tensor_pos))]
         mod.add_variant(self.slot, tdt, list(ranks), enc["code"], enc["extras"], enc["grid"], enc["smem"],
@@ -385,12 +384,12 @@ def test_a_variant_the_module_refuses_leaves_the_key_to_python(mod, monkeypatch,
         before = mod.variants(nop.slot)
 
         class K:
-            _handles = "not a dict"  # the module refuses it (TypeError)
-            _functions = {}
+            handles = "not a dict"  # the module refuses it (TypeError)
+            functions = {}
 
         with caplog.at_level("WARNING", logger="trt_kernels"):
-            ok = native.add_variant(nop.slot, kop, (torch.float32, 1), plan, [torch.float32], K(),
-                                    kop.sig.param_codes(torch.float32), ())
+            ok = native.add_variant(nop.slot, kop, (torch.float32, 1), recipe.make(kop.sig, torch.float32, plan, None),
+                                    K())
         assert ok is False and mod.variants(nop.slot) == before
         assert "launches from Python: the native kernel refused it" in caplog.text
     finally:

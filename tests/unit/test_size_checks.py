@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import registry
+from trt_kernels import recipe, registry
 from trt_kernels.fastpath import build_launcher
 from kernels import add_spec, rmsnorm_mixed_spec, sigmoid_spec, unique
 from test_fastpath import Recorder, StubKernel
@@ -154,8 +154,7 @@ def test_same_shape_with_a_shared_dynamic_batch():
 def _launcher(kop, tensors, kdt=F32):
     plan = kop.plan(tuple(t.dim() for t in tensors))
     holder = {}
-    ins = kop.sig.in_dtypes(kdt)
-    fn = build_launcher(kop, kdt, plan, kop.sig.out_dtypes(ins), ins, StubKernel(),
+    fn = build_launcher(kop, recipe.make(kop.sig, kdt, plan, None), StubKernel(),
                         launch=lambda *a: holder["rec"](*a), stream=lambda dev: 7)
     holder["rec"] = Recorder(fn.pack)
     return fn, holder["rec"]

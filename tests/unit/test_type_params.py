@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import registry
+from trt_kernels import recipe, registry
 from trt_kernels.fastpath import build_launcher
 from kernels import MIXED_COMBOS, RMSNORM_MIXED, rmsnorm_mixed_spec, unique
 from test_fastpath import Recorder, StubKernel
@@ -177,7 +177,7 @@ def test_eager_launcher_per_combination(arch, xdt, wdt):
     plan = kop.plan((2, 1))
     holder = {}
     k = (xdt, wdt)
-    fn = build_launcher(kop, k, plan, kop.sig.out_dtypes(kop.sig.in_dtypes(k)), kop.sig.in_dtypes(k), StubKernel(),
+    fn = build_launcher(kop, recipe.make(kop.sig, k, plan, None), StubKernel(),
                         launch=lambda *a: holder["rec"](*a), stream=lambda dev: 7)
     holder["rec"] = rec = Recorder(fn.pack)
     y = fn(x, w, 0.5)

@@ -1,0 +1,115 @@
+"""One launch of an op's kernel, as data: the :class:`LaunchRecipe`.
+
+:meth:`trt_kernels.op.KernelOp.recipe` makes one per (kernel dtype, input ranks, tactic, arch), once: the
+kernel image, the kernel's parameters in the kernel's own order (each with where its value comes from,
+:class:`~trt_kernels.signature.Param`), the plan (output allocations, size expressions and checks, grid,
+block, shared memory; :attr:`LaunchRecipe.eager` is the same with each expression in the one form eager
+readers evaluate, :func:`trt_kernels.expr.lower`) and the pointers the compiler appended (scratch). Its
+readers:
+
+- the generated Python launcher (:func:`trt_kernels.fastpath.launcher_parts`), which writes the
+  parameters out as Python;
+- the native kernel (:func:`trt_kernels.native.encode`), which encodes them as data;
+- :func:`trt_kernels.torch_op.launch_into` (TensorRT's JIT plugin, the replays), through :meth:`values`;
+- the TensorRT plugins' AOT impl, through :meth:`aot_extras`.
+
+None of them restates the parameter order or an expression's form: they walk :attr:`params`. A new kind
+of parameter is a new ``role`` here and a case in each reader.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+
+from ._record import Frozen, plain_record
+
+if TYPE_CHECKING:
+    from .kernel_source import KernelImage
+    from .plan import LaunchPlan
+    from .signature import Param, Signature
+
+#: where a parameter's value comes from (``Param.role``), each a case of every reader
+ROLES = ("input", "scalar", "extra", "output")
+
+
+@plain_record
+class LaunchRecipe(Frozen):
+    """Everything one launch of an op's kernel needs, made once per (dtype, ranks, tactic, arch)."""
+
+    op_name: str
+    kdt: Any  # the kernel dtype (a tuple of dtypes for a kernel with several type parameters)
+    in_dtypes: Tuple[Any, ...]  # each tensor input's dtype
+    out_dtypes: Tuple[Any, ...]  # each output's dtype
+    plan: LaunchPlan  # as built (the fake impl, TensorRT and error messages read it)
+    params: Tuple[Param, ...]  # the kernel's declared parameters, in the kernel's order
+    image: Optional[KernelImage]  # the code for this dtype and tactic, built for the arch
+    scratch: Tuple[Tuple[int, int], ...] = ()  # (bytes per block, alignment) of each pointer appended after them
+    eager: Optional[LaunchPlan] = None  # the plan as eager launches evaluate it (LaunchPlan.lowered)
+
+    def __init__(self, op_name: str, kdt: Any, in_dtypes: Tuple[Any, ...], out_dtypes: Tuple[Any, ...],
+                 plan: LaunchPlan, params: Tuple[Param, ...], image: Optional[KernelImage],
+                 scratch: Tuple[Tuple[int, int], ...] = (), eager: Optional[LaunchPlan] = None) -> None:
+        self.__dict__.update(op_name=op_name, kdt=kdt, in_dtypes=in_dtypes, out_dtypes=out_dtypes, plan=plan,
+                             params=params, image=image, scratch=scratch,
+                             eager=plan.lowered() if eager is None else eager)
+
+    @property
+    def codes(self) -> Tuple[str, ...]:
+        """The struct code of each declared parameter, in order."""
+        return tuple(p.code for p in self.params)
+
+    @property
+    def needs_scratch(self) -> bool:
+        """Whether a launch allocates a scratch buffer (else the appended pointers are NULL)."""
+        return any(size > 0 for size, _ in self.scratch)
+
+    def values(self, tensors: Sequence[Any], scalars: Sequence[Any], extras: Sequence[int], outs: Sequence[Any]
+               ) -> List[Any]:
+        """The declared parameters' values for one launch, in the kernel's order: ``tensors`` and ``outs``
+        as tensors (their data pointers), ``scalars`` the scalar inputs' values (a tuple input's
+        elements taken in order), ``extras`` the evaluated size expressions."""
+        return [_value(p, tensors, scalars, extras, outs) for p in self.params]
+
+    def aot_extras(self, scalar_arg: Callable[[int, int], Any], extra_arg: Callable[[int], Any]) -> List[Any]:
+        """The arguments TensorRT's AOT launch passes between the input and the output pointers (its
+        ``extra_args``), in order: ``scalar_arg(scalar index, element)`` for a scalar, ``extra_arg(extra
+        index)`` for a size. Raises ValueError where the kernel's parameters are not (inputs, arguments,
+        outputs), the one order TensorRT's AOT launch has."""
+        roles = [p.role for p in self.params]
+        n_in = roles.count("input")
+        n_out = roles.count("output")
+        if roles[:n_in] != ["input"] * n_in or roles[len(roles) - n_out:] != ["output"] * n_out:
+            raise ValueError(f"{self.op_name}: the kernel's parameters are ({', '.join(p.label for p in self.params)}); "
+                             "TensorRT's AOT launch passes the input pointers first and the output pointers last")
+        return [scalar_arg(p.index, p.element or 0) if p.role == "scalar" else extra_arg(p.index)
+                for p in self.params[n_in:len(self.params) - n_out]]
+
+    def describe(self) -> str:
+        return f"{self.plan.describe()}; params ({', '.join(p.label for p in self.params)})"
+
+
+def make(sig: Signature, kdt: Any, plan: LaunchPlan, image: Optional[KernelImage],
+         scratch: Optional[Tuple[Tuple[int, int], ...]] = None) -> LaunchRecipe:
+    """The recipe of ``sig``'s kernel at ``kdt`` for ``plan`` (its ranks and tactic) with ``image`` (None: no
+    code at hand, as in tests of the readers). ``scratch``: the appended pointers (default: the image's)."""
+    ins = tuple(sig.in_dtypes(kdt))
+    if scratch is None:
+        scratch = image.scratch if image is not None else ()
+    return LaunchRecipe(sig.op_name, kdt, ins, tuple(sig.out_dtypes(ins)), plan, tuple(sig.params(kdt)), image,
+                        tuple(scratch))
+
+
+def _value(p: Param, tensors, scalars, extras, outs) -> Any:
+    if p.role == "input":
+        return tensors[p.index].data_ptr()
+    if p.role == "scalar":
+        v = scalars[p.index]
+        return v if p.element is None else v[p.element]
+    if p.role == "extra":
+        return extras[p.index]
+    if p.role == "output":
+        return outs[p.index].data_ptr()
+    raise ValueError(f"unknown parameter role {p.role!r}")
+
+
+__all__ = ("LaunchRecipe", "ROLES", "make")
