@@ -92,10 +92,10 @@ def eager_rows():
     sys.path.insert(0, str(ROOT / "examples"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     sys.path.insert(0, str(ROOT / "tests"))
-    import cuda_kernel_op as ex  # the seed ops (kern_ex), for the anchor's method below
-    import seed_specs
     from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
+    import cuda_kernel_op as ex  # the seed ops (kern_ex), for the anchor's method below
+    import seed_specs
     from trt_kernels import launcher, native
 
     missing = {}
@@ -254,7 +254,8 @@ def timed(name, spec, **kw):
     return r
 ttk.cuda_kernel_op = timed
 runpy.run_path(sys.argv[1], run_name="bench_registration")
-print(json.dumps({"import_ms": t_import * 1e3, "cuda_init_ms": t_cuda * 1e3, "nvrtc_load_ms": t_nvrtc * 1e3, "ops": times}))
+print(json.dumps({"import_ms": t_import * 1e3, "cuda_init_ms": t_cuda * 1e3, "nvrtc_load_ms": t_nvrtc * 1e3,
+                  "ops": times}))
 """
 
 
@@ -279,9 +280,7 @@ def main() -> None:
           f"{cuda.bindings.__version__} | nvrtc {nvrtc.nvrtcVersion()[1:]} | python {sys.version.split()[0]}")
     eager, missing = eager_rows()
     cold, warm = registration_rows()
-    from trt_kernels import launcher
-
-    from trt_kernels import native
+    from trt_kernels import launcher, native
 
     d = launcher.describe()
     print(f"compiled launcher of this process: {d['launcher']} ({d['reason']})")

@@ -60,7 +60,7 @@ def main():
     major, minor = torch.cuda.get_device_capability(0)
     compiled = compile_program(SRC.decode(), ["my_sigmoid"], arch=f"sm_{major}{minor}", label="probe")
     cubin, ptx = compiled.cubin, compiled.ptx
-    print("ptx version line:", [l for l in ptx.decode().splitlines() if l.startswith(".version")])
+    print("ptx version line:", [line for line in ptx.decode().splitlines() if line.startswith(".version")])
     check(cu.cuInit(0))
     lib = check(cu.cuLibraryLoadData(cubin, None, None, 0, None, None, 0))
     kern = check(cu.cuLibraryGetKernel(lib, b"my_sigmoid"))
@@ -211,7 +211,6 @@ def main():
         rows.append(("cupy RawKernel call", bench(lambda: ck((grid,), (256,), (cx, cupy.int32(n), cy)))))
     except Exception as e:  # noqa: BLE001
         print("cupy failed", e)
-    import trt_kernels as ttk
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
     import seed_specs

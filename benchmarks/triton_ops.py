@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import triton  # noqa: E402
 
-import trt_kernels as ttk  # noqa: E402
 import triton_kernels as tk  # noqa: E402
+import trt_kernels as ttk  # noqa: E402
 from eager_overhead import bench_all  # noqa: E402 - the same interleaved host-cost harness
 
 N = 1024

@@ -353,7 +353,8 @@ def _tensorrt_half() -> None:
     if TRT_MISSING is None:
         import tensorrt
 
-        what = f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        what = (f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated()
+                else f"TensorRT {tensorrt.__version__}")
         TRT_LABEL = f" (Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what})"
         return
     why = emulation_unavailable_reason()

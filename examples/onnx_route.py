@@ -9,7 +9,8 @@ Needs `pip install 'trt-kernels[rtx]'`, and `libtensorrt_rtx.so` resolvable by t
 starts (the parser loads it so; the wheel ships `libtensorrt_rtx.so.1`):
 
     mkdir -p ~/.local/lib/trt-rtx
-    ln -sf "$(python -c 'import tensorrt_rtx_libs, os; print(os.path.dirname(tensorrt_rtx_libs.__file__))')/libtensorrt_rtx.so.1" ~/.local/lib/trt-rtx/libtensorrt_rtx.so
+    libs="$(python -c 'import tensorrt_rtx_libs, os; print(os.path.dirname(tensorrt_rtx_libs.__file__))')"
+    ln -sf "$libs/libtensorrt_rtx.so.1" ~/.local/lib/trt-rtx/libtensorrt_rtx.so
     LD_LIBRARY_PATH=~/.local/lib/trt-rtx python examples/onnx_route.py
 
 Without them it says what is missing and exits with status 1.
@@ -63,7 +64,8 @@ def main() -> int:
     proto = onnx_export.export(model, (x,), path, dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
     print(f"exported {path}: nodes {[(n.domain, n.op_type) for n in proto.graph.node]}")
 
-    import tensorrt_rtx as trt                      # or tensorrt
+    import tensorrt_rtx as trt  # or tensorrt
+
     from trt_kernels.plugins import v3one
 
     problem = v3one.parser_problem(trt)

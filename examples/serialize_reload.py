@@ -90,9 +90,8 @@ def main() -> int:
     x = torch.randn(16, 257, device="cuda")
     ref = reference(x)
     print("eager matches reference:", close(Model()(x), ref))
-    from trt_kernels.plugins import tensorrt_status
-
     from trt_kernels import testing
+    from trt_kernels.plugins import tensorrt_status
 
     st = tensorrt_status()
     env, emulated = None, st.get("available") != "yes" or testing.is_emulated()

@@ -119,7 +119,8 @@ def tensorrt_half() -> bool:
 
         from trt_kernels.testing import is_emulated
 
-        what = f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated() else f"TensorRT {tensorrt.__version__}"
+        what = (f"TensorRT {tensorrt.__version__} API, libnvinfer emulated" if is_emulated()
+                else f"TensorRT {tensorrt.__version__}")
         label = f"Torch-TensorRT {torch_tensorrt.__version__.split('+')[0]}, {what}"
     except Exception as e:  # noqa: BLE001
         from trt_kernels.testing import emulate_tensorrt, emulation_unavailable_reason

@@ -290,7 +290,8 @@ class PluginBuilder:
             try:
                 return trtp.SymInt32(float_bits(value))
             except (OverflowError, struct.error):
-                raise InputError(f"{self.kop.op_name}: scalar {label} = {value!r} does not fit a 32-bit C float") from None
+                raise InputError(f"{self.kop.op_name}: scalar {label} = {value!r} "
+                                 "does not fit a 32-bit C float") from None
         if t is bool:
             return trtp.SymInt32(1 if value else 0)
         v = int(value)

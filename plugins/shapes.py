@@ -1,9 +1,9 @@
 """The plan's third interpreter: TensorRT shape expressions, and dtype names.
 
 :class:`TrtEvaluator` evaluates resolved plan expressions over ``trtp.TensorDesc``
-inputs. TensorRT 11.4's ``ShapeExpr`` has forward operators only (no ``__radd__``,
-``__rmul__``): an int on the left of ``+``/``*`` is swapped to the right, and on the
-left of ``-``/``//`` it becomes a constant ``trtp.ShapeExpr``.
+inputs. TensorRT's ``ShapeExpr`` (10.15 to 11.4, the pinned 10.15.1 and 11.0 among them) has
+forward operators only (no ``__radd__``, ``__rmul__``): an int on the left of ``+``/``*`` is
+swapped to the right, and on the left of ``-``/``//`` it becomes a constant ``trtp.ShapeExpr``.
 """
 
 from __future__ import annotations

@@ -95,7 +95,8 @@ def _poisoned(shape, dtype, device):
     return torch.full(shape, fill, dtype=dtype, device=device)
 
 
-def aot_replay(op, *args, tactic: Optional[int] = None, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
+def aot_replay(op, *args, tactic: Optional[int] = None,
+               on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
     """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
     returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
     context first (e.g. to hand an ``aot_fn`` the stand-in ``tensorrt.plugin`` module)."""

@@ -139,12 +139,13 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     for r in rows:
         ms = f"{r['ms']:.1f}" if r.get("ms") is not None else "-"
         more = f" and {len(r['entries']) - 1} more" if len(r.get("entries") or ()) > 1 else ""
-        entry = f"{r['entry']}{more} ({r['bytes']} B)" if r.get("entry") else (r.get("detail", "") if r["result"] != "failed"
-                                                                          else "")
+        entry = (f"{r['entry']}{more} ({r['bytes']} B)" if r.get("entry")
+                 else (r.get("detail", "") if r["result"] != "failed" else ""))
         print(f"  {r['op']:<{w}}  {r['arch']:<7} {ms:>8}  {r['result']:<32} {entry}")
         if r["result"] == "failed":
             print("    " + r["detail"].replace("\n", "\n    "))
-    how = f" by {tools[0]}" if len(tools) == 1 else f" ({', '.join(f'{t} {n}' for t, n in by_tool.items())})" if tools else ""
+    how = (f" by {tools[0]}" if len(tools) == 1
+           else f" ({', '.join(f'{t} {n}' for t, n in by_tool.items())})" if tools else "")
     print(f"total: {len(rows)} programs, {compiled} compiled{how} ({written} bytes written), {cached} already "
           f"cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms importing "
           f"{target})")

@@ -251,7 +251,8 @@ def _declare_ptx(op_name: str):
     from .compile import compile_program
 
     ptx = compile_program(CU_PTX_SIGMOID, ["ttk_ptx_sigmoid"], arch=PTX_ARCH, label="selftest ptx case").ptx
-    return ptx_op(op_name, ptx, "ttk_ptx_sigmoid", inputs=[InputDecl("x")], outputs=[OutputDecl("y", shape=SameAs("x"))],
+    return ptx_op(op_name, ptx, "ttk_ptx_sigmoid", inputs=[InputDecl("x")],
+                  outputs=[OutputDecl("y", shape=SameAs("x"))],
                   extras=[Numel("x")], geometry=Elementwise(block=(128,)), supports_dynamic_shapes=True)
 
 

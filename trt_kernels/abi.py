@@ -17,7 +17,6 @@ from typing import List, Optional, Sequence, Tuple
 from .errors import KernelABIError
 from .signature import Param
 
-
 # (patterns as text: the re module compiles and caches them at the first use, not at import)
 _ENTRY_ANY = r"\.entry\s+(?P<name>[\w$%.]+)\s*\((?P<params>[^)]*)\)"
 # ``.param .u64 k_param_0``, ``.param .align 2 .b8 k_param_2[2]``, and pointer qualifiers as LLVM's
@@ -60,7 +59,8 @@ def _kind_ok(kind: str, ptx_type: str) -> bool:
 
 def param_ok(found: Sequence[Tuple[str, int]], params: Sequence[Param]) -> List[bool]:
     """Per position (the longer of the two lists), whether the PTX parameter is the declared one."""
-    return [i < len(found) and i < len(params) and found[i][1] == params[i].size and _kind_ok(params[i].kind, found[i][0])
+    return [i < len(found) and i < len(params) and found[i][1] == params[i].size
+            and _kind_ok(params[i].kind, found[i][0])
             for i in range(max(len(found), len(params)))]
 
 

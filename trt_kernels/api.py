@@ -64,7 +64,8 @@ def cuda_kernel_op(
     _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, backward=backward,
                      setup_context=setup_context, capability_validator=capability_validator)
     if setup_context is not None and backward is None:
-        raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
+        raise SpecError(f"{op_name}: setup_context: given without backward. "
+                        "Fix: pass backward= too, or drop setup_context")
     parse_op_name(op_name)
     if not isinstance(spec, KernelSpec):
         raise SpecError(f"{op_name}: spec: expected a trt_kernels.KernelSpec, got {type(spec).__name__}. "
@@ -167,15 +168,16 @@ def triton_kernel_op(
     (eager uses the first config). ``dtypes``: one kernel is compiled per dtype (the ``T`` of the
     tensors without a fixed dtype); with ``type_params=("T", "W")``, ``dtypes`` lists combinations and
     inputs name their parameter (``InputDecl("w", dtype="W")``), as in :class:`KernelSpec`. ``checks``:
-    size relations between inputs (:class:`SameShape`, :class:`SameDim`). ``compile_options``: other ``triton.compile`` options (e.g.
-    ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
+    size relations between inputs (:class:`SameShape`, :class:`SameDim`). ``compile_options``: other
+    ``triton.compile`` options (e.g. ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
     from .triton_source import declare
 
     parse_op_name(op_name)
     _check_callables(op_name, backward=backward, setup_context=setup_context, capability_validator=capability_validator)
     if setup_context is not None and backward is None:
-        raise SpecError(f"{op_name}: setup_context: given without backward. Fix: pass backward= too, or drop setup_context")
+        raise SpecError(f"{op_name}: setup_context: given without backward. "
+                        "Fix: pass backward= too, or drop setup_context")
     sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
                           constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
                           dtypes=dtypes, type_params=type_params, checks=checks, arch_override=arch_override,

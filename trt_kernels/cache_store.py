@@ -2,7 +2,8 @@
 
 The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.compile` for
 NVRTC programs, :mod:`trt_kernels.triton_compile` for Triton kernels) that turns a payload into
-a program and back, both through :func:`pack_payload` / :func:`unpack_payload`. Every entry on disk is framed by the store as::
+a program and back, both through :func:`pack_payload` / :func:`unpack_payload`. Every entry on
+disk is framed by the store as::
 
     magic (6 bytes: b"TRTKC\\0" NVRTC, b"TRTKT\\0" Triton) + SHA-256 of the payload (32 bytes) + payload
 
@@ -275,7 +276,8 @@ def _cannot_write(path: Path, err: BaseException) -> None:
 
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
         if test(mode):
             return name
     return "not a regular file"
@@ -407,7 +409,8 @@ def _ensure_dir(d: Path) -> None:
             os.unlink(d)
         except FileNotFoundError:
             pass  # another process repaired it first
-        _LOG.warning("trt_kernels: removed %s (%s) from the compile cache: a program's directory belongs there", d, what)
+        _LOG.warning("trt_kernels: removed %s (%s) from the compile cache: a program's directory belongs there",
+                     d, what)
         make_private_dirs(d)
         return
     if stat.S_ISLNK(st.st_mode) and d.is_dir():

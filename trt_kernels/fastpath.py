@@ -92,7 +92,8 @@ def scalar_error(kop, args, exc) -> InputError:
             except (struct.error, OverflowError):
                 kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[t]
                 label = repr(d.name) if n is None else f"{d.name!r}[{k}]"
-                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {kind}. Fix: pass a value in range")
+                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {kind}. "
+                                  "Fix: pass a value in range")
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
 
 
@@ -303,7 +304,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     params = ", ".join(f"a{i}" for i in range(nargs))
     body: List[str] = [f"    dev = a{tpos[0]}.get_device()"]
     if kop.backward is None:  # a gradient through this op would be silently missing: refuse
-        body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and {P}grad_enabled(): {P}no_backward()")
+        body.append(f"    if ({' or '.join(f'a{p}.requires_grad' for p in tpos)}) and {P}grad_enabled(): "
+                    f"{P}no_backward()")
     for t in range(1, len(tpos)):
         body.append(f"    if a{tpos[t]}.get_device() != dev: {P}bad_device({t}, a{tpos[0]}, a{tpos[t]})")
     if tuples:  # torch does not check the length of an int[n] / float[n] argument
@@ -386,7 +388,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
             f"            f = {P}handle(dev)",
             *([f"        held = {P}cscratch(gx * gy * gz, a{tpos[0]}.device)"] if has_scratch else []),
             "        try:",
-            f"            err = {P}claunch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), {P}codes, {cvals})",
+            (f"            err = {P}claunch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), "
+             f"{P}codes, {cvals})"),
             f"        except {P}conv_error as exc:",
             f"            {P}scalar_error(({params},), exc)",
             "        if err:",

@@ -64,7 +64,8 @@ def ensure_driver() -> None:
             cu = driver()
             (err,) = cu.cuInit(0)
         except Exception as e:  # noqa: BLE001 - missing libcuda and the like
-            raise NoCudaDeviceError(f"the CUDA driver could not be loaded ({e}); eager launches need an NVIDIA GPU and driver") from e
+            raise NoCudaDeviceError(f"the CUDA driver could not be loaded ({e}); "
+                                    "eager launches need an NVIDIA GPU and driver") from e
         if int(err) != 0:
             raise NoCudaDeviceError(f"cuInit failed: {error_text(err)}; eager launches need a usable CUDA device")
         _initialized = True

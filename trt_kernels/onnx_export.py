@@ -187,7 +187,8 @@ def _node_schema(kop: KernelOp, onnx):
 
     constraints, inputs, outputs = [], [], []
     for i, d in enumerate(sig.tensor_decls):
-        constraints.append((f"T_{d.name}", _type_strings(list(dict.fromkeys(sig.in_dtypes(k)[i] for k in kop.dtypes))), ""))
+        constraints.append((f"T_{d.name}",
+                            _type_strings(list(dict.fromkeys(sig.in_dtypes(k)[i] for k in kop.dtypes))), ""))
         inputs.append(formal(d.name, f"T_{d.name}"))
     if sig.has_outputs:
         names = [o.name for o in sig.outputs]
@@ -246,7 +247,8 @@ def _attribute_one(kop: KernelOp, decl, value: Any, t: type, label: str) -> Unio
         f"{kop.op_name}: {t.__name__} argument {label} is not a constant in the traced graph: it is computed "
         f"while the model runs ({value!r}), e.g. from a tensor's value (.item()) or from a dynamic size. The TensorRT "
         f"plugin takes {decl.name!r} as a node attribute, fixed when the engine is built. Fix: pass a Python "
-        f"{t.__name__} constant (e.g. a module attribute set before export), or make the value a tensor input of the op")
+        f"{t.__name__} constant (e.g. a module attribute set before export), "
+        "or make the value a tensor input of the op")
 
 
 def _translation(kop: KernelOp, node_op) -> Callable:
@@ -277,7 +279,8 @@ def _translation(kop: KernelOp, node_op) -> Callable:
     translate.__signature__ = signature  # type: ignore[attr-defined]
     translate.__annotations__ = annotations
     translate.__name__ = translate.__qualname__ = f"{kop.namespace}__{kop.name}"
-    translate.__doc__ = f"{kop.op_name} -> one node {kop.namespace}::{kop.name} (TensorRT plugin version {PLUGIN_VERSION})"
+    translate.__doc__ = (f"{kop.op_name} -> one node {kop.namespace}::{kop.name} "
+                         f"(TensorRT plugin version {PLUGIN_VERSION})")
     return translate
 
 
@@ -333,10 +336,11 @@ def _symbolic_scalar(exc: BaseException) -> Optional[str]:
         m = _SYM_SCALAR.search(str(e))
         if m and registry.lookup(f"{m.group(1)}::{m.group(2)}") is not None:
             ns, name, typ, arg, sym = m.groups()
-            return (f"{ns}::{name}: {typ} argument {arg!r} is not a constant in the traced graph: torch.export traced it as "
-                    f"a {sym} computed while the model runs (e.g. from a tensor's value, .item()). The TensorRT plugin "
-                    f"takes {arg!r} as a node attribute, fixed when the engine is built. Fix: pass a Python {typ} "
-                    "constant (e.g. a module attribute set before export), or make the value a tensor input of the op")
+            return (f"{ns}::{name}: {typ} argument {arg!r} is not a constant in the traced graph: "
+                    f"torch.export traced it as a {sym} computed while the model runs (e.g. from a tensor's value, "
+                    f".item()). The TensorRT plugin takes {arg!r} as a node attribute, fixed when the engine is built. "
+                    f"Fix: pass a Python {typ} constant (e.g. a module attribute set before export), or make the value "
+                    "a tensor input of the op")
     return None
 
 

@@ -16,8 +16,21 @@ import torch
 
 from ._record import Frozen, plain_record
 from .errors import InputError
-from .expr import (BinOp, Const, Dim, Expr, NumelOf, ScalarOf, SizesEvaluator, binop, evaluate, leaves, lower, product,
-                   resolve)
+from .expr import (
+    BinOp,
+    Const,
+    Dim,
+    Expr,
+    NumelOf,
+    ScalarOf,
+    SizesEvaluator,
+    binop,
+    evaluate,
+    leaves,
+    lower,
+    product,
+    resolve,
+)
 from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
 from .signature import Signature
 
@@ -133,7 +146,8 @@ def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchP
         elif o.kind == "reduce":
             dims = {_norm_axis(op, where, a, ranks[t], names[t]) for a in o.dims}
             if len(dims) != len(o.dims):
-                raise _bad(op, where, f"dims {o.dims} name the same axis twice at rank {ranks[t]}", "pass a tensor of higher rank")
+                raise _bad(op, where, f"dims {o.dims} name the same axis twice at rank {ranks[t]}",
+                           "pass a tensor of higher rank")
             shape = tuple((Const(1) if o.keepdim else None) if a in dims else Dim(t, a) for a in range(ranks[t]))
             shape = tuple(d for d in shape if d is not None)
             numel = product(shape)
@@ -273,7 +287,8 @@ def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[
         for d in dims:
             n *= d
         if n > INT64_MAX:
-            raise _bad(plan.op_name, f"outputs[{i}]", f"shape {dims} has {n} elements, over int64 at input sizes {sizes}",
+            raise _bad(plan.op_name, f"outputs[{i}]",
+                       f"shape {dims} has {n} elements, over int64 at input sizes {sizes}",
                        "pass smaller inputs")
         outs.append(dims)
     extras = tuple(value(e, f"extras[{i}]", -INT32_MAX - 1, INT32_MAX, "the kernel's 32-bit int")
@@ -314,5 +329,5 @@ def _nd_grid(shape: Sequence[Expr], blk: Sequence[int]) -> Tuple[Expr, Expr, Exp
     return gx, gy, gz
 
 
-__all__ = ["CheckPlan", "LaunchPlan", "OutputPlan", "check_message", "Sizes", "build_plan", "concrete", "render", "INT32_MAX",
-           "INT64_MAX", "GRID_LIMITS"]
+__all__ = ["CheckPlan", "LaunchPlan", "OutputPlan", "check_message", "Sizes", "build_plan", "concrete", "render",
+           "INT32_MAX", "INT64_MAX", "GRID_LIMITS"]

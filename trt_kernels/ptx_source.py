@@ -33,7 +33,8 @@ class PtxSource(KernelSource):
             try:
                 ptx = ptx.encode()
             except UnicodeEncodeError:
-                raise SpecError(f"{op}: ptx: not ASCII/UTF-8 text. Fix: pass the PTX as written by the compiler") from None
+                raise SpecError(f"{op}: ptx: not ASCII/UTF-8 text. "
+                                "Fix: pass the PTX as written by the compiler") from None
         if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
             raise SpecError(f"{op}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
         return bytes(ptx)

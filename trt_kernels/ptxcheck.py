@@ -31,7 +31,8 @@ def ptx_loadable_note(nvrtc: Version, driver: Optional[Version]) -> Optional[str
     )
 
 
-def check_ptx_for_driver(op_name: str, nvrtc: Version, driver: Optional[Version], ptx_isa: Optional[Version] = None) -> None:
+def check_ptx_for_driver(op_name: str, nvrtc: Version, driver: Optional[Version],
+                         ptx_isa: Optional[Version] = None) -> None:
     """Raise :class:`PtxVersionError` if PTX from ``nvrtc`` cannot be loaded on ``driver``."""
     note = ptx_loadable_note(nvrtc, driver)
     if note:

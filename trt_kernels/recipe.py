@@ -79,7 +79,8 @@ class LaunchRecipe(Frozen):
         n_in = roles.count("input")
         n_out = roles.count("output")
         if roles[:n_in] != ["input"] * n_in or roles[len(roles) - n_out:] != ["output"] * n_out:
-            raise ValueError(f"{self.op_name}: the kernel's parameters are ({', '.join(p.label for p in self.params)}); "
+            raise ValueError(f"{self.op_name}: the kernel's parameters are "
+                             f"({', '.join(p.label for p in self.params)}); "
                              "TensorRT's AOT launch passes the input pointers first and the output pointers last")
         return [scalar_arg(p.index, p.element or 0) if p.role == "scalar" else extra_arg(p.index)
                 for p in self.params[n_in:len(self.params) - n_out]]

@@ -292,7 +292,8 @@ class Signature(Frozen):
             else:  # a tuple: one C scalar per element, in order
                 out += [Param(kind, size, code, f"{ct} {s.name}_{k} /* {s.name}[{k}] */", "scalar", i, k)
                         for k in range(n)]
-        out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */", "extra", i) for i, lbl in enumerate(self.extra_labels)]
+        out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */", "extra", i)
+                for i, lbl in enumerate(self.extra_labels)]
         out += [Param("ptr", 8, "Q", f"{_dt.c_type(dt)}* {o.name}", "output", i)
                 for i, (o, dt) in enumerate(zip(self.outputs, self.out_dtypes(ins)))]
         return out

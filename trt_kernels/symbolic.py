@@ -26,7 +26,6 @@ class MetaOutput:
 
 def _to_expr(op_name: str, e: Any, symbols: Dict[Any, Expr]) -> Expr:
     import sympy
-
     from torch.utils._sympy import functions as F
 
     if isinstance(e, (int,)) or getattr(e, "is_Integer", False):

@@ -19,11 +19,12 @@ import torch
 
 from . import dtypes as _dt
 from ._record import FACTORY, Record, plain_record
+from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
 from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
 from .expr import ShapeEvaluator, evaluate
-from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
 from .op import KernelOp
 from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_type_name, scalar_value
+
 
 def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
@@ -76,8 +77,10 @@ def check_schema(kop: KernelOp) -> None:
         want = "Tensor" if kind == "tensor" else scalar_type_name(d)  # torch prints SymInt as int
         n = None if kind == "tensor" else scalar_len(d)
         if n is None and str(a.type) != want or \
-                n is not None and (str(a.type) != f"List[{want.split('[')[0]}]" or getattr(a, "N", None) not in (n, None)):
-            raise bad(where, f"has type {_schema_type(a)} but the spec declares {want}", f"declare it as '{want} {d.name}'")
+                n is not None and (str(a.type) != f"List[{want.split('[')[0]}]" or
+                                   getattr(a, "N", None) not in (n, None)):
+            raise bad(where, f"has type {_schema_type(a)} but the spec declares {want}",
+                      f"declare it as '{want} {d.name}'")
         spec_default = None if kind == "tensor" else d.default
         if a.has_default_value():
             if kind == "tensor":
@@ -90,7 +93,8 @@ def check_schema(kop: KernelOp) -> None:
                 for x in items:
                     struct.pack("=" + SCALAR_TYPES[scalar_type(d)][2], x)
             except (struct.error, OverflowError, TypeError):
-                raise bad(where, f"default {value!r} does not fit the kernel's C {want}", "give a default in range") from None
+                raise bad(where, f"default {value!r} does not fit the kernel's C {want}",
+                          "give a default in range") from None
             value = tuple(items) if n is not None else value
             if spec_default is not None and value != spec_default:
                 raise bad(where, f"default {value!r} differs from the spec's ScalarInput default {spec_default!r}",
@@ -100,7 +104,8 @@ def check_schema(kop: KernelOp) -> None:
             raise bad(where, f"has no default but the spec's ScalarInput gives {spec_default!r}",
                       f"write '{want} {d.name}{_default_text(d)}' in the schema, or leave schema out")
         elif defaults:
-            raise bad(where, "has no default but an earlier argument has one", "give defaults to trailing arguments only")
+            raise bad(where, "has no default but an earlier argument has one",
+                      "give defaults to trailing arguments only")
     if kop.sig.has_outputs:
         rets = [str(r.type) for r in parsed.returns]
         if rets != ["Tensor"] * len(kop.sig.outputs):
@@ -140,7 +145,8 @@ def check_tensor_args(kop: KernelOp, ts: Sequence[Any]):
         if t.dtype != want:
             raise InputError(
                 f"{op}: input {d.name!r} has dtype {_dt.short(t.dtype)} but the kernel takes "
-                f"{_dt.short(want)} there. Fix: pass a {_dt.short(want)} tensor (e.g. {d.name}.to(torch.{_dt.short(want)}))"
+                f"{_dt.short(want)} there. Fix: pass a {_dt.short(want)} tensor "
+                f"(e.g. {d.name}.to(torch.{_dt.short(want)}))"
             )
     return kdt
 
@@ -176,7 +182,8 @@ def _combination(kop: KernelOp, ts: Sequence[Any]):
     passed = ", ".join(f"{n}: {_dt.short(dt)}" for (p, n), dt in zip(typed, got) if p)
     raise InputError(f"{op}: input dtypes ({passed}) are not a combination the kernel declares ({declared}); "
                      "the kernel would misread the bytes. Fix: convert the inputs to a declared combination (e.g. "
-                     + ", ".join(f"{n}.to(torch.{_dt.short(dt)})" for (p, n), dt in zip(typed, sig.in_dtypes(kop.dtypes[0])) if p)
+                     + ", ".join(f"{n}.to(torch.{_dt.short(dt)})"
+                                 for (p, n), dt in zip(typed, sig.in_dtypes(kop.dtypes[0])) if p)
                      + ")")
 
 
@@ -315,7 +322,8 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
             if not isinstance(t, torch.Tensor):
                 break
             if t.device.type != "cuda":
-                raise InputError(f"{kop.op_name}: inputs are on different devices ({', '.join(str(t.device) for t in ts)}). "
+                raise InputError(f"{kop.op_name}: inputs are on different devices "
+                                 f"({', '.join(str(t.device) for t in ts)}). "
                                  "Fix: move them to one CUDA device")
         kdt = check_tensor_args(kop, ts)
         dev = ts[0].get_device()

@@ -31,8 +31,17 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from .cache_store import (MEMO_ENTRIES, TRITON_MAGIC, LRUMemo, cache_root, pack_payload, read_entry, read_roots,
-                          unpack_payload, write_entry)
+from .cache_store import (
+    MEMO_ENTRIES,
+    TRITON_MAGIC,
+    LRUMemo,
+    cache_root,
+    pack_payload,
+    read_entry,
+    read_roots,
+    unpack_payload,
+    write_entry,
+)
 from .errors import CompileError, SpecError
 from .kernel_source import ptx_isa
 

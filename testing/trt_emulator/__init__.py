@@ -20,20 +20,42 @@ kind that is not emulated fails the build naming its kind.
 Names beginning with ``_`` are the emulator's own.
 """
 
-from ._builder import Builder, IBuilderConfig, IHostMemory, IOptimizationProfile, ITimingCache
-from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder
-from ._engine import ICudaEngine, IExecutionContext, Runtime
+# The imports marked F401 are the emulated module's public names (NVIDIA's tensorrt/__init__.py does
+# `from .tensorrt import *`), not names this file uses.
+from . import _version
+from ._builder import Builder, IBuilderConfig, IHostMemory, IOptimizationProfile, ITimingCache  # noqa: F401
+from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder  # noqa: F401
+from ._engine import ICudaEngine, IExecutionContext, Runtime  # noqa: F401
 from ._enums import ALL as _ENUMS
 from ._enums import DataType
-from ._logging import ILogger, Logger
-from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, ILayer, INetworkDefinition, IPluginV3Layer,
-                       ITensor, Weights)
+from ._logging import ILogger, Logger  # noqa: F401
+from ._network import (  # noqa: F401
+    ICastLayer,
+    IConstantLayer,
+    IIdentityLayer,
+    ILayer,
+    INetworkDefinition,
+    IPluginV3Layer,
+    ITensor,
+    Weights,
+)
 from ._plugin import REGISTRY as _REGISTRY
-from ._plugin import (DynamicPluginTensorDesc, IPluginCreatorV3Quick, IPluginRegistry, IPluginV2,
-                      IPluginV3, IPluginV3QuickAOTBuild, IPluginV3QuickBuild, IPluginV3QuickCore,
-                      IPluginV3QuickRuntime, ISymExpr, PluginField, PluginFieldCollection, PluginTensorDesc)
+from ._plugin import (  # noqa: F401
+    DynamicPluginTensorDesc,
+    IPluginCreatorV3Quick,
+    IPluginRegistry,
+    IPluginV2,
+    IPluginV3,
+    IPluginV3QuickAOTBuild,
+    IPluginV3QuickBuild,
+    IPluginV3QuickCore,
+    IPluginV3QuickRuntime,
+    ISymExpr,
+    PluginField,
+    PluginFieldCollection,
+    PluginTensorDesc,
+)
 from ._strict import Strict as _Strict
-from . import _version
 
 globals().update(_ENUMS)
 

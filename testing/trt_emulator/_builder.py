@@ -29,14 +29,33 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _cuda, _device, _ptx, _version
 from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
-from ._enums import (BuilderFlag, DataType, DeviceType, EngineCapability, HardwareCompatibilityLevel, ITEMSIZE,
-                     MemoryPoolType, PluginArgDataType, PluginCapabilityType, ProfilingVerbosity, Severity,
-                     TensorFormat, TilingOptimizationLevel)
+from ._enums import (
+    ITEMSIZE,
+    BuilderFlag,
+    DataType,
+    DeviceType,
+    EngineCapability,
+    HardwareCompatibilityLevel,
+    MemoryPoolType,
+    PluginArgDataType,
+    PluginCapabilityType,
+    ProfilingVerbosity,
+    Severity,
+    TensorFormat,
+    TilingOptimizationLevel,
+)
 from ._format import VERSION as FORMAT_VERSION
 from ._format import encode
 from ._logging import report
-from ._network import (ICastLayer, IConstantLayer, IIdentityLayer, INetworkDefinition, IPluginV3Layer, ITensor,
-                       dim_symbol)
+from ._network import (
+    ICastLayer,
+    IConstantLayer,
+    IIdentityLayer,
+    INetworkDefinition,
+    IPluginV3Layer,
+    ITensor,
+    dim_symbol,
+)
 from ._plugin import DynamicPluginTensorDesc, LaunchParamsSink, PluginTensorDesc, SymExprSetter, field_to_json
 from ._strict import Strict, missing_member, unpicklable
 
@@ -268,7 +287,8 @@ class _Build:
                 mn, op, mx = (list(d) for d in profile._shapes[t.name])
                 for d in (mn, op, mx):
                     if len(d) != len(shape):
-                        raise BuildError(f"profile shape {tuple(d)} of {t.name!r} has rank {len(d)}, input has {len(shape)}")
+                        raise BuildError(f"profile shape {tuple(d)} of {t.name!r} has rank {len(d)}, "
+                                         f"input has {len(shape)}")
                 for j, s in enumerate(shape):
                     if s >= 0 and not mn[j] == op[j] == mx[j] == s:
                         raise BuildError(f"profile of {t.name!r} changes static dimension {j} ({s})")
@@ -379,7 +399,8 @@ class _Build:
                 raise BuildError(f"Could not find any implementation for node {layer.name} ({pid}): "
                                  + "; ".join(f"tactic {t}: {why}" for t, why in skipped.items()))
             for t, why in skipped.items():
-                report(self.logger, Severity.WARNING, f"plugin layer {layer.name!r} ({pid}): skipping tactic {t}: {why}")
+                report(self.logger, Severity.WARNING,
+                       f"plugin layer {layer.name!r} ({pid}): skipping tactic {t}: {why}")
         runnable = [t for t in candidates if t in built] if aot else candidates
         if forced is not None:
             tactic = forced
@@ -555,8 +576,8 @@ class _Build:
         for t in self.net._inputs + [o for layer in self.net._layers for o in layer._outputs]:
             tensors[t.name] = {"dtype": t.dtype.name, "dims": [e._to_json() for e in self.exprs[id(t)]]}
         outputs = [{"name": t.name, "dtype": t.dtype.name} for t in self.net._outputs]
-        return {"format": FORMAT_VERSION, "name": self.net.name, "inputs": inputs, "outputs": outputs, "tensors": tensors,
-                "layers": self.layers,
+        return {"format": FORMAT_VERSION, "name": self.net.name, "inputs": inputs, "outputs": outputs,
+                "tensors": tensors, "layers": self.layers,
                 # what deserialize_cuda_engine checks (as TensorRT checks a plan's library version and
                 # compute capability): the emulated TensorRT's version and the build device's compute
                 # capability ("9.0" for a build without a GPU, which targets sm_90: see _device)

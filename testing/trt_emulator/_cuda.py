@@ -74,7 +74,8 @@ def device_attributes(ordinal: int) -> dict:
     dev = check(cu.cuDeviceGet(int(ordinal)), f"cuDeviceGet({ordinal})")
     A = cu.CUdevice_attribute
     names = {
-        "cc_major": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc_minor": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        "cc_major": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        "cc_minor": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
         "max_threads": A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
         "block_x": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, "block_y": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
         "block_z": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, "grid_x": A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,

@@ -20,11 +20,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from . import _cuda, _device, _version
 from ._dims import Dims, evaluate, expr_from_json, symbols_of
-from ._enums import DataType, ITEMSIZE, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
+from ._enums import ITEMSIZE, DataType, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
 from ._format import decode, encode
 from ._logging import report
 from ._plugin import PluginFieldCollection, PluginTensorDesc, field_from_json
 from ._strict import Strict, unpicklable
+
 
 def _numel(shape: Sequence[int]) -> int:
     n = 1

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _version
 from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
-from ._enums import DataType, ITEMSIZE, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest, Severity
+from ._enums import ITEMSIZE, DataType, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest, Severity
 from ._logging import report
 from ._strict import Strict, unpicklable
 

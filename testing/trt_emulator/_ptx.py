@@ -19,7 +19,8 @@ _VERSION = re.compile(r"\.version\s+(\d+)\.(\d+)\b")
 _TARGET = re.compile(r"\.target\s+sm_(\d+)([a-z]?)\b[^\n]*")
 _ADDRESS = re.compile(r"\.address_size\s+(\d+)\b")
 _ENTRY = re.compile(r"(?:^|[\s;}])((?:\.(?:visible|weak|extern)\s+)?)\.entry\s+([A-Za-z_$%][\w$]*)\s*([(.{])")
-_SHARED = re.compile(r"(?<![\w.])\.shared\s+(?:\.align\s+\d+\s+)?(?:\.v(\d)\s+)?\.[a-z]+(\d+)\s+[\w$]+((?:\s*\[\s*\d+\s*\])*)\s*;")
+_SHARED = re.compile(r"(?<![\w.])\.shared\s+(?:\.align\s+\d+\s+)?(?:\.v(\d)\s+)?\.[a-z]+(\d+)\s+[\w$]+"
+                     r"((?:\s*\[\s*\d+\s*\])*)\s*;")
 _DIM = re.compile(r"\[\s*(\d+)\s*\]")
 
 

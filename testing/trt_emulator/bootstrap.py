@@ -99,8 +99,9 @@ def load() -> types.ModuleType:
         raise ImportError(f"cannot emulate TensorRT: {reason}")
     version = bindings_version(bindings)
     if not modeled(version):
-        raise ImportError(f"cannot emulate TensorRT {version or '(unknown version)'} from {bindings}: the emulator models "
-                          f"TensorRT 10.15.x and 11.x (the versions Torch-TensorRT 2.11 and 2.13/2.14 require)")
+        raise ImportError(f"cannot emulate TensorRT {version or '(unknown version)'} from {bindings}: "
+                          "the emulator models TensorRT 10.15.x and 11.x "
+                          "(the versions Torch-TensorRT 2.11 and 2.13/2.14 require)")
     try:
         pspec = importlib.util.spec_from_file_location("tensorrt", bindings / "__init__.py",
                                                        submodule_search_locations=[str(bindings)])

@@ -202,7 +202,8 @@ def test_unsupported_arch_from_the_environment(tmp_path, capsys, monkeypatch):
 
 
 def test_doctor_reads_nvrtc_archs_through_the_shared_helper(monkeypatch):
-    from trt_kernels import _cli_doctor, compile as _compile
+    from trt_kernels import _cli_doctor
+    from trt_kernels import compile as _compile
 
     monkeypatch.setattr(_compile, "nvrtc_supported_archs", lambda: (80, 90))
     assert _cli_doctor.gather()["nvrtc_archs"] == [80, 90]

@@ -71,7 +71,8 @@ def test_seed_example_status_and_inspect_need_no_gpu(runs):
     """``trt-kernels inspect examples/cuda_kernel_op.py --arch sm_90 --json`` and ``status`` list the seven ops."""
     for k in ("inspect", "status"):
         res = runs[k]
-        assert res.returncode == 0, f"{k} exited {res.returncode}:\n{_tail(res.stderr)}\n--- stdout:\n{_tail(res.stdout)}"
+        assert res.returncode == 0, (f"{k} exited {res.returncode}:\n{_tail(res.stderr)}\n"
+                                     f"--- stdout:\n{_tail(res.stdout)}")
     ins = json.loads(runs["inspect"].stdout)
     assert ins["ok"] is True and ins["arch"] == "sm_90"
     assert [d["op"] for d in ins["ops"]] == SEED_OPS

@@ -447,7 +447,8 @@ def test_doctor_json_runs_and_reports_nvrtc(tmp_path):
     import importlib.util
 
     if importlib.util.find_spec("triton") is not None:
-        assert checks["Triton"]["status"] == "ok" and re.search(r"probe compile for sm_\d+a?: ok", checks["Triton"]["detail"])
+        assert (checks["Triton"]["status"] == "ok"
+                and re.search(r"probe compile for sm_\d+a?: ok", checks["Triton"]["detail"]))
     else:
         assert checks["Triton"]["status"] == "note" and "triton_kernel_op" in checks["Triton"]["detail"]
 

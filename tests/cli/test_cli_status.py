@@ -6,10 +6,10 @@ import sys
 import pytest
 
 import trt_kernels as ttk
+from kernels import sigmoid_spec, unique
 from trt_kernels.cli import main
 from trt_kernels.ptxcheck import check_ptx_for_driver, ptx_loadable_note
 from trt_kernels.status import status
-from kernels import sigmoid_spec, unique
 
 
 def test_info_runs(capsys):

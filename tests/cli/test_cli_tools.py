@@ -33,7 +33,8 @@ ttk.cuda_kernel_op("{ns}::swapped", ttk.KernelSpec(
 JIT_FILE = """
 import torch
 import trt_kernels as ttk
-SRC = 'extern "C" __global__ void dbl(const float* x, int n, float* y) {{ int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }}'
+SRC = ('extern "C" __global__ void dbl(const float* x, int n, float* y) '
+       '{{ int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }}')
 def meta(x: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(x)
 def eager(x):
@@ -93,7 +94,8 @@ def test_inspect_abi_signature_and_ptx_params(seed_inspect):
     scale = ops["scale"]
     assert scale["schema"] == "(Tensor x, float alpha) -> Tensor"
     row = scale["abi"][0]
-    assert row["c_signature"] == "__global__ void my_scale(const float* x, float alpha, int extra0 /* Numel('x') */, float* y)"
+    assert row["c_signature"] == ("__global__ void my_scale(const float* x, float alpha, int extra0 /* Numel('x') */, "
+                                  "float* y)")
     assert [p["type"] for p in row["ptx_params"]] == ["u64", "f32", "u32", "u64"]
     assert row["matches"] is True and row["param_ok"] == [True] * 4 and row["symbol"] == "my_scale"
     sc = ops["sin_cos"]["abi"][0]

@@ -29,7 +29,8 @@ def test_gpu_command_runs(block, command, tmp_path):
     r = subprocess.run(["bash", "-c", command], cwd=db.ROOT, env=_env(tmp_path), capture_output=True, text=True,
                        timeout=600)
     out = r.stdout + r.stderr
-    assert r.returncode == 0 and "Traceback" not in out, f"{block.where}: {command!r} exited {r.returncode}:\n{out[-4000:]}"
+    assert r.returncode == 0 and "Traceback" not in out, (f"{block.where}: {command!r} exited {r.returncode}:\n"
+                                                          f"{out[-4000:]}")
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import mixed_spec, sigmoid_spec, unique
+from support import ROOT
 from trt_kernels import registry
 from trt_kernels.dispatcher import MAX_INLINED
-from support import ROOT
-from kernels import mixed_spec, sigmoid_spec, unique
 
 
 def _op(name):

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import scale_spec, sigmoid_spec, unique
 from trt_kernels import registry
 from trt_kernels.errors import UnregisteredOpError
 from trt_kernels.torch_op import launch_into
-from kernels import scale_spec, sigmoid_spec, unique
 
 
 def op_of(name):
@@ -33,10 +33,12 @@ def test_schema_default_reaches_the_kernel(n):
 
 def test_declared_ndim_and_bad_sizes_are_refused_before_launching():
     name = unique("ttk_fgpu")
-    src = 'extern "C" __global__ void k(const float* x, int n, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }'
+    src = ('extern "C" __global__ void k(const float* x, int n, float* y) '
+           '{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }')
     spec = sigmoid_spec(kernel_source=src, kernel_name="k", inputs=[ttk.InputDecl("x", ndim=2)],
                         outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", 0) - 2, ttk.DimSize("x", 1)))],
-                        extras=[ttk.Numel("x")], geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 128),), block=(128,)))
+                        extras=[ttk.Numel("x")],
+                        geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 128),), block=(128,)))
     op = ttk.cuda_kernel_op(name, spec)
     with pytest.raises(ttk.InputError, match="has 3 dims but is declared with ndim=2"):
         op(torch.randn(4, 5, 6, device="cuda"))

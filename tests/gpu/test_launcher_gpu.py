@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import SIGMOID, SIN_COS, TEMPLATE_SIGMOID, mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 from trt_kernels import launcher, registry
 from trt_kernels.compile import compile_program
-from kernels import SIGMOID, SIN_COS, TEMPLATE_SIGMOID, mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 
 SIZES = [1, 255, 256, 257, 4097, 0]
 

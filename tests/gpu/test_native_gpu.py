@@ -131,7 +131,8 @@ def test_launches_on_the_current_stream_under_graph_capture(seeds):
 
 def test_redeclared_and_unregistered(seeds):
     name = "ttk_nat_gpu_re::neg"
-    src = 'extern "C" __global__ void k(const float* x, int n, float* y) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = {e}; }}'
+    src = ('extern "C" __global__ void k(const float* x, int n, float* y) '
+           '{{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = {e}; }}')
     spec = lambda e: ttk.KernelSpec(kernel_source=src.format(e=e), kernel_name="k", inputs=[ttk.InputDecl("x")],  # noqa: E731
                                     outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                                     geometry=ttk.Elementwise(block=(128,)))

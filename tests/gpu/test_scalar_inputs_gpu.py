@@ -75,8 +75,8 @@ def test_compile_and_export_keep_the_default(ex):
 
 @pytest.mark.skipif(standin.unavailable_reason() is not None,
                     reason=f"NVIDIA tensorrt.plugin sources unavailable: {standin.unavailable_reason()}")
-@pytest.mark.parametrize("shape,pads", [((2, 5, 7), (1, 2, 3, 4)), ((1, 1, 1), (0, 0, 0, 0)), ((3, 17, 300), (0, 257, 1, 0)),
-                                        ((0, 4, 4), (1, 1, 1, 1))])
+@pytest.mark.parametrize("shape,pads", [((2, 5, 7), (1, 2, 3, 4)), ((1, 1, 1), (0, 0, 0, 0)),
+                                        ((3, 17, 300), (0, 257, 1, 0)), ((0, 4, 4), (1, 1, 1, 1))])
 def test_aot_replay_bakes_the_tuple(ex, shape, pads):
     from trt_kernels.testing import aot_replay
 

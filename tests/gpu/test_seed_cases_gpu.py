@@ -121,7 +121,8 @@ def test_mixed_devices_raise(ex):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float64, torch.bfloat16, torch.int32])
 def test_undeclared_dtype_raises(ex, dtype):
     x = rnd(8).to(dtype)
-    with pytest.raises(ttk.InputError, match=r"kern_ex::sigmoid: input dtype .* is not one the kernel declares \(float32\)"):
+    with pytest.raises(ttk.InputError,
+                       match=r"kern_ex::sigmoid: input dtype .* is not one the kernel declares \(float32\)"):
         torch.ops.kern_ex.sigmoid(x)
     with pytest.raises(ttk.InputError, match="input 'b' has dtype"):
         torch.ops.kern_ex.add(rnd(8), x)
@@ -130,7 +131,8 @@ def test_undeclared_dtype_raises(ex, dtype):
 def test_numel_beyond_int32_raises_before_allocating(ex):
     x = rnd(1).expand(2**31)  # a view: nothing of that size is allocated
     before = torch.cuda.memory_allocated()
-    with pytest.raises(ttk.InputError, match=r"extras\[0\] \(Numel\('x'\)\) = 2147483648 does not fit the kernel's 32-bit int"):
+    with pytest.raises(ttk.InputError,
+                       match=r"extras\[0\] \(Numel\('x'\)\) = 2147483648 does not fit the kernel's 32-bit int"):
         torch.ops.kern_ex.sigmoid(x)
     assert torch.cuda.memory_allocated() == before
 

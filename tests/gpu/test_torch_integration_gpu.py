@@ -51,7 +51,8 @@ def test_template_row_sum_accumulates_in_float(dt_ops, dtype, shape):
 
 
 def test_undeclared_dtype_still_refused(dt_ops):
-    with pytest.raises(ttk.InputError, match=r"input dtype int32 is not one the kernel declares \(float32, float16, bfloat16, float64\)"):
+    with pytest.raises(ttk.InputError, match=r"input dtype int32 is not one the kernel declares "
+                                             r"\(float32, float16, bfloat16, float64\)"):
         torch.ops.kern_dt.sigmoid(torch.ones(4, device="cuda", dtype=torch.int32))
 
 
@@ -207,5 +208,6 @@ def test_property_sigmoid_and_row_sum(dt_ops, shape, dtype, seed_):
 @given(h=st.integers(0, 200), w=st.integers(0, 200), transpose=st.booleans(), seed_=st.integers(0, 2**31 - 1))
 def test_property_nd_layout_and_strides(seed, h, w, transpose, seed_):
     g = torch.Generator(device="cuda").manual_seed(seed_)
-    x = torch.randn(w, h, device="cuda", generator=g).t() if transpose else torch.randn(h, w, device="cuda", generator=g)
+    x = (torch.randn(w, h, device="cuda", generator=g).t() if transpose
+         else torch.randn(h, w, device="cuda", generator=g))
     torch.testing.assert_close(torch.ops.kern_ex.relu_2d(x), torch.relu(x), atol=0, rtol=0)

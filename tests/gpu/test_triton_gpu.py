@@ -8,11 +8,11 @@ import torch
 
 triton = pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]')")
 
+import triton_kernels as tk  # noqa: E402
 import trt_kernels as ttk  # noqa: E402
+from kernels import SIGMOID, unique  # noqa: E402
 from trt_kernels import registry  # noqa: E402
 from trt_kernels.testing import _standin as standin  # noqa: E402
-from kernels import SIGMOID, unique  # noqa: E402
-import triton_kernels as tk  # noqa: E402
 
 DT = pytest.mark.parametrize("dtype", tk.HALF, ids=["fp32", "fp16", "bf16"])
 TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}

@@ -149,6 +149,7 @@ def test_triton_rmsnorm_mixed(xdt, wdt):
         y = op(x, w, 1e-6)
         assert y.dtype == xdt
         if y.numel():
-            torch.testing.assert_close(y.float(), tk.rmsnorm_ref(x, w, 1e-6).float(), atol=TOL[xdt] * 2, rtol=TOL[xdt] * 2)
+            torch.testing.assert_close(y.float(), tk.rmsnorm_ref(x, w, 1e-6).float(), atol=TOL[xdt] * 2,
+                                       rtol=TOL[xdt] * 2)
     with pytest.raises(ttk.InputError, match="must be equal"):
         op(x, w[:-1] if w.numel() else torch.rand(3, device="cuda"), 1e-6)

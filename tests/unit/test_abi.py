@@ -3,14 +3,15 @@
 import pytest
 
 import trt_kernels as ttk
+from kernels import MIXED, SCALE, SIGMOID, mixed_spec, sigmoid_spec, unique
 from trt_kernels.abi import ptx_params
 from trt_kernels.compile import compile_program
-from kernels import MIXED, mixed_spec, SCALE, SIGMOID, sigmoid_spec, unique
 
 
 def test_ptx_params_kinds_and_sizes():
     prog = compile_program(MIXED, ["mixed"], arch="sm_90")
-    assert ptx_params(prog.ptx, "mixed") == [("u64", 8), ("u64", 8), ("f32", 4), ("u32", 4), ("u8", 1), ("u32", 4), ("u64", 8)]
+    assert ptx_params(prog.ptx, "mixed") == [("u64", 8), ("u64", 8), ("f32", 4), ("u32", 4), ("u8", 1), ("u32", 4),
+                                             ("u64", 8)]
     assert ptx_params(prog.ptx, "absent") is None
 
 

@@ -2,16 +2,15 @@
 the fix, raised before anything launches (issue 15, items 4, 7, 11, 12, 13, 14). CPU: calls go through
 the generated launcher with a recording stand-in for cuLaunchKernel, and through the fake impl."""
 
-import os
 
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import trt_kernels as ttk
-from trt_kernels import registry
 from kernels import SIGMOID, TEMPLATE_SIGMOID, row_sum_spec, sigmoid_spec, unique
 from test_fastpath import dispatcher_for
+from trt_kernels import registry
 
 
 @pytest.fixture(autouse=True)

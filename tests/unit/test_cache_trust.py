@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trt_kernels import cache_store, cache_trust, cli, launcher, native
-from trt_kernels import compile as comp
 from kernels import SIGMOID
 from support import counting_compile_cache
+from trt_kernels import cache_store, cache_trust, cli, launcher, native
+from trt_kernels import compile as comp
 
 ARCH = "sm_90"
 OTHER = 54321  # a uid no test process runs as

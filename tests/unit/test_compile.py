@@ -6,9 +6,9 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import compile as comp
-from support import counting_compile_cache
 from kernels import SIGMOID, TEMPLATE_SIGMOID, sigmoid_spec, unique
+from support import counting_compile_cache
+from trt_kernels import compile as comp
 
 
 @pytest.fixture
@@ -28,7 +28,8 @@ def test_ptx_and_cubin_for_sm90_without_gpu(cache):
 
 def test_template_lowered_names_per_dtype(cache):
     names = ["tsig<float>", "tsig<__half>", "tsig<__nv_bfloat16>"]
-    prog = comp.compile_program("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + TEMPLATE_SIGMOID, names, arch="sm_90")
+    prog = comp.compile_program("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + TEMPLATE_SIGMOID, names,
+                                arch="sm_90")
     assert set(prog.lowered) == set(names)
     for n in names:
         sym = prog.lowered[n]

@@ -6,10 +6,9 @@ import threading
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import cache_store
-from trt_kernels import compile as comp
-from trt_kernels import registry
 from kernels import SIGMOID, sigmoid_spec, unique
+from trt_kernels import cache_store, registry
+from trt_kernels import compile as comp
 
 
 def test_declare_from_threads(monkeypatch):

@@ -25,7 +25,8 @@ SCANNED = ("examples", "benchmarks", "tests")
 #: top-level modules that come only with an optional extra: (distribution, extra)
 OPTIONAL = {"tensorrt": ("tensorrt", "tensorrt"), "torch_tensorrt": ("torch-tensorrt", "tensorrt"),
             "triton": ("triton", "triton"), "tensorrt_rtx": ("tensorrt-rtx", "rtx"),
-            "tensorrt_rtx_libs": ("tensorrt-rtx", "rtx"), "onnx": ("onnx", "onnx"), "onnxscript": ("onnxscript", "onnx")}
+            "tensorrt_rtx_libs": ("tensorrt-rtx", "rtx"), "onnx": ("onnx", "onnx"),
+            "onnxscript": ("onnxscript", "onnx")}
 GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 

@@ -80,7 +80,8 @@ def test_shell_command_runs_on_the_cpu(block, command, scratch):
         pytest.skip("runs on the GPU tier where a GPU is visible")
     r = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
-    assert r.returncode == want, f"{block.where}: {command!r} exited {r.returncode}, the docs say {want}:\n{out[-4000:]}"
+    assert r.returncode == want, (f"{block.where}: {command!r} exited {r.returncode}, the docs say {want}:\n"
+                                  f"{out[-4000:]}")
     assert "Traceback" not in out, out[-4000:]
 
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 from trt_kernels import recipe, registry
 from trt_kernels.fastpath import build_launcher
-from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 
 
 class StubKernel:

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import trt_kernels as ttk
-from trt_kernels import registry
-from trt_kernels.expr import lift
 from kernels import unique
 from test_fastpath import dispatcher_for
+from trt_kernels import registry
+from trt_kernels.expr import lift
 
 FIELDS = ("op_name", "spec", "kernel_source", "kernel_name", "inputs", "outputs", "extras", "geometry", "dtypes",
           "compile_options", "include_paths", "compile_std", "arch_override", "schema", "meta_fn", "eager_fn",
@@ -111,8 +111,9 @@ def base_specs():
         dict(kernel_source=SOURCES["k2"], kernel_name="k2", inputs=[ttk.InputDecl("x"), ttk.InputDecl("w")],
              outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))], extras=[ttk.DimSize("x", -1)],
              geometry=ttk.Reduction(reduce_dims=(-1,))),
-        dict(kernel_source=SOURCES["k3"], kernel_name="k3", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
-             outputs=y, extras=[ttk.Numel("x")], geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 64),), block=(64,))),
+        dict(kernel_source=SOURCES["k3"], kernel_name="k3",
+             inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)], outputs=y, extras=[ttk.Numel("x")],
+             geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("x"), 64),), block=(64,))),
         dict(kernel_source=SOURCES["k4"], kernel_name="k4", inputs=[ttk.InputDecl("x", ndim=2)],
              outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", 1), ttk.DimSize("x", 0)))], extras=[],
              geometry=ttk.Elementwise(block=(16, 16), layout="nd")),
@@ -139,7 +140,8 @@ SPEC = specs()
 OP_NAMES = st.one_of(st.builds(lambda: unique("fz")), st.builds(lambda: unique("fz")), st.builds(lambda: unique("fz")),
                      st.sampled_from(["fz::class", "prim::x", "nons", "a::b::c", "", 7, "trt::x", "fz::"]))
 SCHEMAS = st.sampled_from([None] * 6 + ["", "(Tensor x) -> Tensor", "(Tensor x, float a=2.0) -> Tensor",
-                                        "(Tensor x, int[2] n, float a=0.5) -> Tensor", "(Tensor x, int[] n, float a) -> Tensor",
+                                        "(Tensor x, int[2] n, float a=0.5) -> Tensor",
+                                        "(Tensor x, int[] n, float a) -> Tensor",
                                         "(Tensor x) -> (Tensor, Tensor)", "garbage", 3])
 
 
@@ -170,7 +172,8 @@ def test_fuzzed_declarations_fail_with_our_errors(op_name, spec, schema):
         return
     kop = registry.get(op_name)
     assert kop.source.kernel_name == spec.kernel_name
-    assert [(d.name, type(d)) for d in kop.sig.inputs] == [(d.name, type(d)) for d in spec.inputs]  # defaults normalized
+    # defaults normalized
+    assert [(d.name, type(d)) for d in kop.sig.inputs] == [(d.name, type(d)) for d in spec.inputs]
     ttk.unregister(op_name)
 
 
@@ -178,28 +181,35 @@ def test_fuzzed_declarations_fail_with_our_errors(op_name, spec, schema):
 
 CALL_SPECS = [
     ttk.KernelSpec(kernel_source=SOURCES["k1"], kernel_name="k1", inputs=[ttk.InputDecl("x", ndim=2)],
-                   outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", 0) - 2, ttk.DimSize("x", 1) // ttk.DimSize("x", 0)))],
+                   outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", 0) - 2,
+                                                       ttk.DimSize("x", 1) // ttk.DimSize("x", 0)))],
                    extras=[ttk.Numel("x")], geometry=ttk.Custom(grid=(ttk.DimSize("x", 0) - 1,), block=(32,),
                                                                    shared_mem=ttk.DimSize("x", 1) * 4 - 8)),
     ttk.KernelSpec(kernel_source=SOURCES["k2"], kernel_name="k2", inputs=[ttk.InputDecl("x"), ttk.InputDecl("w")],
                    outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))], extras=[ttk.DimSize("w", -1)],
                    geometry=ttk.Reduction(reduce_dims=(-1,), block_size=128)),
-    ttk.KernelSpec(kernel_source=SOURCES["k3"], kernel_name="k3", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
+    ttk.KernelSpec(kernel_source=SOURCES["k3"], kernel_name="k3",
+                   inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
                    outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                    geometry=ttk.Elementwise(block=(64,))),
     # a tuple input that sizes the output (and the grid), and a float with a default
     ttk.KernelSpec(kernel_source=SOURCES["k5"], kernel_name="k5",
-                   inputs=[ttk.InputDecl("x"), ttk.ScalarInput("n", (int, 2)), ttk.ScalarInput("a", float, default=0.5)],
+                   inputs=[ttk.InputDecl("x"), ttk.ScalarInput("n", (int, 2)),
+                           ttk.ScalarInput("a", float, default=0.5)],
                    outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", -1) + ttk.Scalar("n")[0] - ttk.Scalar("n")[1],
                                                        ttk.DimSize("x", 0) // ttk.Scalar("n")[1]))],
                    extras=[ttk.Numel("x") * ttk.Scalar("n")[0]], geometry=ttk.Elementwise(block=(64,))),
     ttk.KernelSpec(kernel_source=SOURCES["k2"], kernel_name="k2", inputs=[ttk.InputDecl("x"), ttk.InputDecl("w")],
-                   outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))], extras=[ttk.Numel("w") // ttk.DimSize("x", 0)],
+                   outputs=[ttk.OutputDecl("y", shape=ttk.ReduceDims("x", (-1,)))],
+                   extras=[ttk.Numel("w") // ttk.DimSize("x", 0)],
                    geometry=ttk.Reduction(reduce_dims=(-1,), block_size=128),
-                   checks=[ttk.SameDim(("x", -1), ("w", 0)), ttk.SameDim(ttk.Numel("w") // ttk.DimSize("x", 0), ("x", 1))]),
+                   checks=[ttk.SameDim(("x", -1), ("w", 0)),
+                           ttk.SameDim(ttk.Numel("w") // ttk.DimSize("x", 0), ("x", 1))]),
     ttk.KernelSpec(kernel_source=SOURCES["k6"], kernel_name="k6<T, W>", type_params=("T", "W"),
-                   dtypes=[(torch.float16, torch.float32), (torch.float32, torch.float32), (torch.float32, torch.int32)],
-                   inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                   dtypes=[(torch.float16, torch.float32), (torch.float32, torch.float32),
+                           (torch.float32, torch.int32)],
+                   inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W")],
+                   outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
                    extras=[ttk.Numel("x")], geometry=ttk.Elementwise(), checks=[ttk.SameShape("x", "w")]),
 ]
 CALL_OPS = []

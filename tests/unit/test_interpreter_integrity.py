@@ -26,7 +26,8 @@ PRELUDE = textwrap.dedent(r'''
     template <typename T>
     __global__ void tk(const T* x, int n, T* y) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }
     """
-    WARNS = 'extern "C" __global__ void w(const float* x, int n, float* y){int unused; int i=threadIdx.x; if(i<n) y[i]=x[i];}'
+    WARNS = ('extern "C" __global__ void w(const float* x, int n, float* y)'
+             '{int unused; int i=threadIdx.x; if(i<n) y[i]=x[i];}')
     BROKEN = 'extern "C" __global__ void b(const float* x, int n, float* y){ this is not C++ }'
 
     def declare(name, src, kernel_name, **kw):

@@ -22,11 +22,11 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
+from support import ROOT
 from trt_kernels import launcher, recipe, registry
 from trt_kernels.dispatcher import build_dispatcher
 from trt_kernels.fastpath import build_launcher
-from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
-from support import ROOT
 
 
 def _can_build():
@@ -496,7 +496,8 @@ def test_the_eager_benchmark_table_puts_both_launchers_side_by_side():
     assert f"| Triton op, {C}" in text and "not installed (ModuleNotFoundError)" in text
     assert (f"grad: trt_kernels op with the {C}: worst 7.50 us = 1.25x torch.sigmoid (meets the 1.3x goal); "
             "faster than CuPy RawKernel (8.80 us)") in text
-    assert f"grad: trt_kernels op with the {P}: worst 9.10 us = 1.52x torch.sigmoid (misses the 1.3x goal); NOT faster" in text
+    assert (f"grad: trt_kernels op with the {P}: worst 9.10 us = 1.52x torch.sigmoid (misses the 1.3x goal); "
+            "NOT faster") in text
     del eager["grad"]["CuPy RawKernel"], eager["inference"]["CuPy RawKernel"]
     text = bench.format_eager(eager, dict(missing, **{"CuPy RawKernel": "not installed (ImportError)"}))
     assert "| CuPy RawKernel" in text and "not installed (ImportError)" in text and "than CuPy" not in text

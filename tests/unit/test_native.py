@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trt_kernels as ttk
+from kernels import add_spec, mixed_spec, rmsnorm_mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 from trt_kernels import native, recipe, registry
 from trt_kernels.fastpath import build_launcher
-from kernels import add_spec, mixed_spec, rmsnorm_mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 
 FUNC = 0x5EED
 

@@ -145,7 +145,8 @@ def test_scalar_from_a_tensor_is_a_clear_error(declared):
 def test_translation_refuses_a_non_constant_scalar(declared):
     """What the translation function does if a traced scalar is a graph value, not a constant."""
     fn = onnx_export.translation_table([f"{NS}::mixed"])[getattr(torch.ops, NS).mixed.default]
-    with pytest.raises(OnnxExportError, match=r"ttk_onnx::mixed: int argument 'k' is not a constant in the traced graph"):
+    with pytest.raises(OnnxExportError,
+                       match=r"ttk_onnx::mixed: int argument 'k' is not a constant in the traced graph"):
         fn(object(), 1.0, object(), object(), True)
     with pytest.raises(OnnxExportError, match=r"'k' is 4294967296, outside int32"):
         fn(object(), 1.0, object(), 2 ** 32, True)

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trt_kernels as ttk
+from kernels import ROW_SUM, SIN_COS, row_sum_spec, sigmoid_spec, unique
 from trt_kernels import registry
 from trt_kernels.expr import SizesEvaluator, evaluate
-from kernels import ROW_SUM, SIN_COS, row_sum_spec, sigmoid_spec, unique
 
 
 def plan_ints(op_name, shapes, tactic=1):

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import sigmoid_spec, unique
+from test_fastpath import Recorder, StubKernel
 from trt_kernels import native, recipe, registry
 from trt_kernels._record import replace
 from trt_kernels.fastpath import build_launcher
-from kernels import sigmoid_spec, unique
-from test_fastpath import Recorder, StubKernel
 
 
 def _declared(spec):
@@ -30,7 +30,8 @@ def _scaled_spec():
       int i = blockIdx.x * blockDim.x + threadIdx.x;
       if (i < n) y[i] = a * x[i];
     }"""
-    return ttk.KernelSpec(kernel_source=src, kernel_name="scaled", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
+    return ttk.KernelSpec(kernel_source=src, kernel_name="scaled",
+                          inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float)],
                           outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                           geometry=ttk.Elementwise(block=(128,)), arch_override="sm_90")
 

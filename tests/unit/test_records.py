@@ -78,7 +78,8 @@ def test_the_package_defines_its_dataclasses_as_records():
     # issue 20's (scalar defaults and tuples, Scalar() leaves, type parameters, size checks) and the
     # compiled launcher's records are among them
     assert {"trt_kernels.spec.ScalarInput", "trt_kernels.expr.Scalar", "trt_kernels.expr.ScalarOf",
-            "trt_kernels.signature.CheckSig", "trt_kernels.plan.CheckPlan", "trt_kernels.launcher.Launcher"} <= set(RECORDS)
+            "trt_kernels.signature.CheckSig", "trt_kernels.plan.CheckPlan",
+            "trt_kernels.launcher.Launcher"} <= set(RECORDS)
 
 
 def test_new_fields_keep_their_defaults():

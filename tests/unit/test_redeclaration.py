@@ -13,11 +13,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import trt_kernels as ttk
+from kernels import SCALE, scale_spec, sigmoid_spec, unique
+from test_fastpath import dispatcher_for
 from trt_kernels import registry
 from trt_kernels.converters import split_arguments
 from trt_kernels.errors import UnregisteredOpError
-from kernels import SCALE, scale_spec, sigmoid_spec, unique
-from test_fastpath import dispatcher_for
 
 
 def op_of(name):

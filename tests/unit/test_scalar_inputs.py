@@ -8,11 +8,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import trt_kernels as ttk
-from trt_kernels import registry
-from trt_kernels.converters import split_arguments
 from kernels import SCALE, scale_spec, sigmoid_spec, unique
 from support import load_example
 from test_fastpath import dispatcher_for, launcher_for
+from trt_kernels import registry
+from trt_kernels.converters import split_arguments
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +49,8 @@ PAD1 = 'extern "C" __global__ void pad1(const float* x, int l, int r, int n, flo
 def pad1_spec(**kw):
     args = dict(kernel_source=PAD1, kernel_name="pad1",
                 inputs=[ttk.InputDecl("x"), ttk.ScalarInput("pads", (int, 2))],
-                outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", -1) + ttk.Scalar("pads")[0] + ttk.Scalar("pads")[1],))],
+                outputs=[ttk.OutputDecl("y", shape=(ttk.DimSize("x", -1) + ttk.Scalar("pads")[0]
+                                                    + ttk.Scalar("pads")[1],))],
                 extras=[ttk.Numel("x")], geometry=ttk.Elementwise(block=(128,)))
     args.update(kw)
     return ttk.KernelSpec(**args)
@@ -67,8 +68,10 @@ def pad1_spec(**kw):
     ([ttk.InputDecl("x"), ttk.ScalarInput("a", float, default=1e39)], r"not a finite 32-bit C float"),
     ([ttk.InputDecl("x"), ttk.ScalarInput("a", float, default="1.0")], r"'1\.0' is not a float"),
     ([ttk.InputDecl("x"), ttk.ScalarInput("f", bool, default=1)], r"1 is not a bool"),
-    ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 2), default=(1, 2, 3))], r"inputs\[1\]\.default: \(1, 2, 3\) is not 2 values"),
-    ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 2), default=(1, 2.5))], r"inputs\[1\]\.default\[1\]: 2\.5 is not an int"),
+    ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 2), default=(1, 2, 3))],
+     r"inputs\[1\]\.default: \(1, 2, 3\) is not 2 values"),
+    ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 2), default=(1, 2.5))],
+     r"inputs\[1\]\.default\[1\]: 2\.5 is not an int"),
     ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 2), default=3)], r"3 is not 2 values"),
     ([ttk.InputDecl("x"), ttk.ScalarInput("p", (bool, 2))], r"tuples of bools are not supported"),
     ([ttk.InputDecl("x"), ttk.ScalarInput("p", (int, 0))], r"takes 1 to 64 values"),

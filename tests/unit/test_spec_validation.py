@@ -109,7 +109,8 @@ def test_override_path_accepts_missing_outputs_and_geometry():
 
 
 def test_bad_scalar_type():
-    expect(r"py_type: <class 'str'> is not supported", sigmoid_spec(inputs=[ttk.InputDecl("x"), ttk.ScalarInput("s", str)]))
+    expect(r"py_type: <class 'str'> is not supported",
+           sigmoid_spec(inputs=[ttk.InputDecl("x"), ttk.ScalarInput("s", str)]))
 
 
 def test_reserved_name():
@@ -118,9 +119,11 @@ def test_reserved_name():
                         outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
     for bad in ("outputs", "tactic", "self"):
         expect(rf"name '{bad}' is not a usable argument name: it is reserved",
-               sigmoid_spec(inputs=[ttk.InputDecl(bad)], extras=[ttk.Numel(0)], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+               sigmoid_spec(inputs=[ttk.InputDecl(bad)], extras=[ttk.Numel(0)],
+                            outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
     expect(r"name 'lambda' is not a usable argument name: it is a Python keyword",
-           sigmoid_spec(inputs=[ttk.InputDecl("lambda")], extras=[ttk.Numel(0)], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
+           sigmoid_spec(inputs=[ttk.InputDecl("lambda")], extras=[ttk.Numel(0)],
+                        outputs=[ttk.OutputDecl("y", shape=ttk.SameAs(0))]))
     expect(r"outputs\[0\]: name 'class' is not a usable name: it is a Python keyword",
            sigmoid_spec(outputs=[ttk.OutputDecl("class", shape=ttk.SameAs(0))]))
     expect(r"outputs\[0\]: name '2y' is not a usable name: it is not a Python identifier",

@@ -5,8 +5,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import trt_kernels as ttk
-from trt_kernels import registry
 from kernels import ROW_SUM, SIN_COS, row_sum_spec, scale_spec, sigmoid_spec, unique
+from trt_kernels import registry
 
 
 def ns_op(name):
@@ -87,7 +87,8 @@ def test_export_round_trip_serialization(ops, tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
 def test_eager_call_without_gpu_is_clear(ops):
-    with pytest.raises(ttk.NoCudaDeviceError, match=r"runs on CUDA devices only; got x on cpu\. No CUDA device is visible"):
+    with pytest.raises(ttk.NoCudaDeviceError,
+                       match=r"runs on CUDA devices only; got x on cpu\. No CUDA device is visible"):
         ops["sig"](torch.randn(3))
 
 

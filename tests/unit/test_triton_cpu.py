@@ -14,14 +14,14 @@ import torch
 triton = pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]'); "
                              "the Triton tests need it")
 
+import triton.language as tl  # noqa: E402
+
+import triton_kernels as tk  # noqa: E402
 import trt_kernels as ttk  # noqa: E402
+from kernels import unique  # noqa: E402
 from trt_kernels import abi, registry  # noqa: E402
 from trt_kernels import triton_compile as ts  # noqa: E402
 from trt_kernels.expr import SizesEvaluator, evaluate  # noqa: E402
-from kernels import unique  # noqa: E402
-import triton_kernels as tk  # noqa: E402
-
-import triton.language as tl  # noqa: E402
 
 ARCH = "sm_90"
 
@@ -75,7 +75,8 @@ def test_cache_is_keyed_by_tritons_own_hash_and_survives_a_fresh_process(tmp_pat
     ts._MEMO.clear()
     a = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
     assert not a.from_cache
-    direct = triton.compile(triton.compiler.ASTSource(fn=tk.scale_shift_kernel, signature=sig, constexprs={"BLOCK": 128}),
+    direct = triton.compile(triton.compiler.ASTSource(fn=tk.scale_shift_kernel, signature=sig,
+                                                      constexprs={"BLOCK": 128}),
                             target=ts._target(ARCH), options={"num_warps": 4})
     assert a.hash == direct.hash  # Triton's own key
     files = list((tmp_path / "triton").glob("*.bin"))
@@ -136,7 +137,8 @@ def test_fake_and_export_with_dynamic_batch():
     b = torch.export.Dim("b", min=1, max=1024)
     ep = torch.export.export(M(), (x, w), dynamic_shapes=({0: b}, None))
     assert any(name.replace("::", ".") in str(n.target) for n in ep.graph.nodes)
-    y = op(torch.empty(5, 64, device="meta", dtype=torch.bfloat16), torch.empty(64, device="meta", dtype=torch.bfloat16), 1e-6)
+    y = op(torch.empty(5, 64, device="meta", dtype=torch.bfloat16),
+           torch.empty(64, device="meta", dtype=torch.bfloat16), 1e-6)
     assert y.shape == (5, 64) and y.dtype == torch.bfloat16
     ap = tk.declare_add_mul(unique("tri_cpu"), arch=ARCH)
     s, p = ap(torch.empty(3, 7, device="meta"), torch.empty(3, 7, device="meta"))
@@ -188,7 +190,8 @@ def test_parameter_order_is_checked_against_the_signature():
 
 
 def test_parameter_count_is_checked():
-    with pytest.raises(ttk.SpecError, match=r"has 3 non-constexpr parameters \(x_ptr, n, y_ptr\) but the declaration implies 4"):
+    with pytest.raises(ttk.SpecError,
+                       match=r"has 3 non-constexpr parameters \(x_ptr, n, y_ptr\) but the declaration implies 4"):
         _decl(_two_constexprs, extras=[ttk.Numel("x"), ttk.Numel("x")], constexprs={"BLOCK": 1, "UNROLL": 1})
 
 
@@ -265,7 +268,8 @@ def test_aot_impl_embeds_the_stripped_ptx_of_the_tactic(env, scale, tactic, dtyp
     assert name == "scale_shift_kernel"
     assert res.ptx == scale.image(tdt, tactic, ARCH).aot_ptx
     block = (1024, 256, 4096)[tactic - 1]
-    assert res.grid == (-(-33 * 47 // block), 1, 1) and res.block == (scale.source.configs[tactic - 1].num_warps * 32, 1, 1)
+    assert (res.grid == (-(-33 * 47 // block), 1, 1)
+            and res.block == (scale.source.configs[tactic - 1].num_warps * 32, 1, 1))
     assert res.extra_arg_values == [float_bits(-1.5), 33 * 47]
     assert res.tactics == [1, 2, 3]
 
@@ -324,8 +328,10 @@ def test_declaring_a_triton_op_raises_no_fp_fusion_warning(tmp_path):
     fresh Triton and trt_kernels caches, so Triton really compiles)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env.update(TRT_KERNELS_CACHE_DIR=str(tmp_path / "ttk"), TRITON_CACHE_DIR=str(tmp_path / "triton"),
-               PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))
-    code = "import triton_kernels as tk\ntk.declare_scale('fp_fusion_chk::s', arch='sm_90', tactics=False)\nprint('ok')\n"
+               PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).resolve().parents[1]),
+                                           env.get("PYTHONPATH", "")]))
+    code = ("import triton_kernels as tk\ntk.declare_scale('fp_fusion_chk::s', arch='sm_90', tactics=False)\n"
+            "print('ok')\n")
     r = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import recipe, registry
-from trt_kernels.fastpath import build_launcher
 from kernels import MIXED_COMBOS, RMSNORM_MIXED, rmsnorm_mixed_spec, unique
 from test_fastpath import Recorder, StubKernel
 from test_spec_validation import expect
+from trt_kernels import recipe, registry
+from trt_kernels.fastpath import build_launcher
 
 F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
 
@@ -57,13 +57,15 @@ def test_combinations_errors():
 
 def test_type_parameter_references():
     expect(r"inputs\[1\].dtype: 'V' names no type parameter \(type_params=\['T', 'W'\]\)",
-           rmsnorm_mixed_spec(inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="V"), ttk.ScalarInput("eps", float)]))
+           rmsnorm_mixed_spec(inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="V"),
+                                      ttk.ScalarInput("eps", float)]))
     msg = expect(r"type_params: 'W' is the dtype of no tensor input",
                  rmsnorm_mixed_spec(inputs=[ttk.InputDecl("x"), ttk.InputDecl("w"), ttk.ScalarInput("eps", float)]))
     assert "InputDecl(name, dtype='W')" in msg
     expect(r"outputs\[0\].dtype: 'V' names no type parameter",
            rmsnorm_mixed_spec(outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype="V")]))
-    expect(r"kernel_name: 'rms<T>' does not name the type parameter\(s\) \['W'\]", rmsnorm_mixed_spec(kernel_name="rms<T>"))
+    expect(r"kernel_name: 'rms<T>' does not name the type parameter\(s\) \['W'\]",
+           rmsnorm_mixed_spec(kernel_name="rms<T>"))
     # a one-parameter kernel names its parameter as a str too
     spec = rmsnorm_mixed_spec(type_params=None, dtypes=[F32, F16], kernel_name="rms<T, float>",
                               inputs=[ttk.InputDecl("x", dtype="T"), ttk.InputDecl("w", dtype=F32),
@@ -96,7 +98,8 @@ def test_every_combination_compiles_and_is_abi_checked(arch):
     for k in kop.dtypes:
         labels = [p.label for p in kop.sig.params(k)]
         t = {F16: "__half", BF16: "__nv_bfloat16", F32: "float"}[k[0]]
-        assert labels == [f"const {t}* x", "const float* w", "float eps", "int extra0 /* DimSize('x', -1) */", f"{t}* y"]
+        assert labels == [f"const {t}* x", "const float* w", "float eps", "int extra0 /* DimSize('x', -1) */",
+                          f"{t}* y"]
     # the parameter count is checked per combination: a kernel that drops eps is refused
     bad = RMSNORM_MIXED.replace("float eps, ", "").replace(" + eps", "")
     with pytest.raises(ttk.KernelABIError, match=r"rms<__half, float>"):
@@ -113,7 +116,8 @@ def test_inspect_lists_each_combination(arch):
     assert d["dtypes"] == labels
     assert [r["dtype"] for r in d["abi"]] == labels
     assert [r["kernel_name"] for r in d["abi"]] == kop.source.names
-    assert d["abi"][1]["c_signature"].startswith("__global__ void rms(const __nv_bfloat16* x, const float* w, float eps")
+    assert d["abi"][1]["c_signature"].startswith("__global__ void rms(const __nv_bfloat16* x, const float* w, "
+                                                 "float eps")
 
 
 # ---------- dispatch: fake impl, eager launcher ----------
@@ -140,8 +144,8 @@ def test_undeclared_combination_lists_the_declared_ones(arch):
 
 def test_output_dtype_from_a_type_parameter(arch):
     """OutputDecl(dtype="W"): the output takes the dtype W is bound to."""
-    src = RMSNORM_MIXED.replace("T* __restrict__ y", "W* __restrict__ y").replace("static_cast<T>(static_cast<float>(xr[j])",
-                                                                                 "static_cast<W>(static_cast<float>(xr[j])")
+    src = (RMSNORM_MIXED.replace("T* __restrict__ y", "W* __restrict__ y")
+           .replace("static_cast<T>(static_cast<float>(xr[j])", "static_cast<W>(static_cast<float>(xr[j])"))
     name, kop = declare(rmsnorm_mixed_spec(kernel_source=src, dtypes=[(F16, F32), (F16, F64)],
                                            outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype="W")]))
     assert kop.overload(meta(2, 8, dtype=F16), meta(8, dtype=F64), 1e-6).dtype == F64

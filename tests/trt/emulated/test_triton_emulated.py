@@ -14,11 +14,11 @@ import torch
 
 triton = pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]')")
 
-import trt_kernels as ttk  # noqa: E402
-from trt_kernels import registry  # noqa: E402
 import emulated as emu  # noqa: E402
-from kernels import SIGMOID, unique  # noqa: E402
 import triton_kernels as tk  # noqa: E402
+import trt_kernels as ttk  # noqa: E402
+from kernels import SIGMOID, unique  # noqa: E402
+from trt_kernels import registry  # noqa: E402
 
 
 def _op(name):

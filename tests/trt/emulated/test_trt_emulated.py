@@ -19,11 +19,11 @@ import textwrap
 import pytest
 import torch
 
-import trt_kernels as ttk
-from trt_kernels import registry
-from support import load_example
 import emulated as emu
+import trt_kernels as ttk
 from kernels import ROW_SUM, SIGMOID, TEMPLATE_SIGMOID, unique
+from support import load_example
+from trt_kernels import registry
 
 ATOL = RTOL = 1e-4
 
@@ -123,7 +123,8 @@ def test_scalar_and_multi_output_ops_chained_in_one_engine(tt, ex):
     assert _fallback_targets(trt_model, "kern_ex") == []
     engines = emu.engines(trt_model)
     assert len(engines) == 1, "three of our ops in a row must become one engine"
-    assert [layer["plugin"] for layer in emu.layers(trt_model)] == ["kern_ex::scale", "kern_ex::sin_cos", "kern_ex::add"]
+    assert [layer["plugin"] for layer in emu.layers(trt_model)] == [
+        "kern_ex::scale", "kern_ex::sin_cos", "kern_ex::add"]
     _check(trt_model(x), torch.sin(0.75 * x) + torch.cos(0.75 * x))
 
 

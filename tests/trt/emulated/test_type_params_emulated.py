@@ -7,8 +7,8 @@ TensorRT: see tests/trt/emulated/test_trt_emulated.py."""
 import pytest
 import torch
 
-import trt_kernels as ttk
 import emulated as emu
+import trt_kernels as ttk
 from kernels import rmsnorm_mixed_spec, rmsnorm_reference, unique
 
 TOL = {torch.float16: 1e-2, torch.bfloat16: 6e-2}
@@ -40,7 +40,8 @@ def test_mixed_precision_layer_runs_its_combination(tt, rms, dtype, shape):
     out = trt_model(x)
     assert out.dtype == dtype and out.shape == x.shape
     torch.testing.assert_close(out, model(x), atol=0, rtol=0)  # the same instantiation, the same bits
-    torch.testing.assert_close(out.float(), rmsnorm_reference(x, model.w, 1e-6).float(), atol=TOL[dtype], rtol=TOL[dtype])
+    torch.testing.assert_close(out.float(), rmsnorm_reference(x, model.w, 1e-6).float(), atol=TOL[dtype],
+                               rtol=TOL[dtype])
 
 
 def test_dynamic_batch(tt, rms):

@@ -5,16 +5,15 @@ GPU: tests/trt/emulated/test_trt_emulated.py.)"""
 import pickle
 
 import numpy as np
-
 import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import row_sum_spec, scale_spec, unique
 from trt_kernels import registry
 from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.plugins.qdp import float_bits, register_plugin
 from trt_kernels.testing import _standin as standin
-from kernels import row_sum_spec, scale_spec, sigmoid_spec, unique
 
 
 @pytest.fixture
@@ -218,7 +217,8 @@ def test_tensor_dtype_setter_follows_the_version(env):
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="DataType"):
         x.dtype = "float16"
     _, _, weak = _typed_network(trt, strongly_typed=False)
-    with pytest.warns(DeprecationWarning), pytest.raises(NotImplementedError, match="weakly typed network is not emulated"):
+    with pytest.warns(DeprecationWarning), pytest.raises(NotImplementedError,
+                                                         match="weakly typed network is not emulated"):
         weak.dtype = trt.float16
 
 

@@ -22,7 +22,6 @@ methods an emulated class inherits from a builtin base (``Dims`` is a ``list``, 
 import ast
 import enum
 import functools
-import importlib.util
 import os
 import pathlib
 import re
@@ -264,10 +263,10 @@ def test_every_emulated_name_exists_in_tensorrt(real, native):
               "PluginTensorDesc.dims", "DataType.BF16", "float32", "ILogger.Severity"):
         assert q in names, q
     missing = _missing(real, names)
-    assert not missing, (f"{len(missing)} name(s) of the TensorRT emulator (emulating {native._version.VERSION}) do not "
-                         f"exist in the real bindings ({real.path}): {missing}. Rename each to TensorRT's name, make "
-                         "it the emulator's own (leading underscore), expose it only under the line that has it "
-                         "(_version.ONLY_10_15 / ONLY_11), or remove it")
+    assert not missing, (f"{len(missing)} name(s) of the TensorRT emulator (emulating {native._version.VERSION}) "
+                         f"do not exist in the real bindings ({real.path}): {missing}. Rename each to TensorRT's "
+                         "name, make it the emulator's own (leading underscore), expose it only under the line that "
+                         "has it (_version.ONLY_10_15 / ONLY_11), or remove it")
 
 
 def test_the_emulator_exposes_its_lines_names_and_not_the_others(native):
@@ -276,13 +275,15 @@ def test_the_emulator_exposes_its_lines_names_and_not_the_others(native):
     own, other = _line_tables(native)
     profile = native._version.PROFILE
     assert EXPECTED[profile] <= set(names), sorted(EXPECTED[profile] - set(names))
-    assert not set(names) & other, f"exposed though TensorRT {native._version.VERSION} lacks them: {sorted(set(names) & other)}"
+    assert not set(names) & other, (f"exposed though TensorRT {native._version.VERSION} lacks them: "
+                                    f"{sorted(set(names) & other)}")
     flags = {m: int(f) for m, f in native.NetworkDefinitionCreationFlag.__members__.items()}
     if profile == "10.15":  # NvInfer.h of 10.15
         assert flags == {"EXPLICIT_BATCH": 0, "STRONGLY_TYPED": 1, "PREFER_JIT_PYTHON_PLUGINS": 2,
                          "PREFER_AOT_PYTHON_PLUGINS": 3}
         assert (int(native.BuilderFlag.FP16), int(native.BuilderFlag.VERSION_COMPATIBLE),
-                int(native.BuilderFlag.STRIP_PLAN), int(native.BuilderFlag.DISTRIBUTIVE_INDEPENDENCE)) == (0, 13, 19, 28)
+                int(native.BuilderFlag.STRIP_PLAN),
+                int(native.BuilderFlag.DISTRIBUTIVE_INDEPENDENCE)) == (0, 13, 19, 28)
         assert native.BuilderFlag.STRIP_PLAN is native.BuilderFlag.WEIGHTLESS  # one value, bound first as WEIGHTLESS
         assert "IAlgorithmSelector" in native.__all__
     else:

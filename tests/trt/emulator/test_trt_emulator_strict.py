@@ -141,7 +141,8 @@ def test_runtime_dimensions_reach_the_plugin_as_minus_one(qdp):
     real_configure = layer.plugin.configure_plugin
 
     def configure(ins, outs):
-        configured.append([(tuple(d.desc.dims), tuple(d.min), tuple(d.opt), tuple(d.max)) for d in list(ins) + list(outs)])
+        configured.append([(tuple(d.desc.dims), tuple(d.min), tuple(d.opt), tuple(d.max))
+                           for d in list(ins) + list(outs)])
         return real_configure(ins, outs)
 
     layer.plugin.configure_plugin = configure
@@ -211,7 +212,8 @@ def test_a_tactic_whose_ptx_does_not_load_is_skipped(qdp):
 @pytest.mark.parametrize("code, name, error", [
     ("this is not PTX, though it says .entry k(", "k", r"CUDA_ERROR_INVALID_(PTX|IMAGE)"),
     (ptx("other"), "k", r"CUDA_ERROR_NOT_FOUND"),
-    (ptx("k").replace(".visible .entry k()", "// .visible .entry k()\n.visible .entry k2()"), "k", "CUDA_ERROR_NOT_FOUND"),
+    (ptx("k").replace(".visible .entry k()", "// .visible .entry k()\n.visible .entry k2()"), "k",
+     "CUDA_ERROR_NOT_FOUND"),
 ], ids=["not-ptx", "no-such-entry", "entry-in-a-comment"])
 def test_ptx_that_does_not_load_fails_the_build(qdp, code, name, error):
     trtp, ns = qdp.trtp, _ns()
@@ -280,7 +282,8 @@ def test_zero_grid_fails_the_enqueue(qdp):
     before = len(qdp.log)
     assert ctx.execute_async_v3(0) is False  # checked before anything is enqueued: no GPU needed
     log = " ".join(messages(qdp, before))
-    assert "IExecutionContext::enqueueV3" in log and "grid (0, 1, 1) has a zero dimension (CUDA_ERROR_INVALID_VALUE)" in log
+    assert ("IExecutionContext::enqueueV3" in log
+            and "grid (0, 1, 1) has a zero dimension (CUDA_ERROR_INVALID_VALUE)" in log)
 
 
 @pytest.mark.gpu
@@ -337,7 +340,8 @@ def _launch_aot(trtp, **fields):
     (dict(shared_mem=lambda x: x.shape_expr[1] * 4), ((1, 8), (1, 1024), (1, 60000)),
      r"also exceeds the device's opt-in maximum"),
     (dict(shared_mem=10000, _static=True), None, r"dynamic shared memory 10000 bytes exceeds the 9152 bytes"),
-    (dict(grid_x=lambda x: x.shape_expr[0] - 5), ((1, 8), (6, 8), (8, 8)), r"grid_x = -4 is negative .* at the profile's min"),
+    (dict(grid_x=lambda x: x.shape_expr[0] - 5), ((1, 8), (6, 8), (8, 8)),
+     r"grid_x = -4 is negative .* at the profile's min"),
 ], ids=["grid-y-at-max", "grid-z-at-opt", "block-z", "threads", "smem-no-opt-in", "smem-opt-in-max", "static-smem",
         "negative"])
 def test_launch_limits_are_checked_at_build(qdp, fields, profile, error):

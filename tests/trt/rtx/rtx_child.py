@@ -7,9 +7,9 @@ the builder did with the exported model, what our plugin was asked, and what des
 import json
 import sys
 
+import tensorrt_rtx as trt
 import torch
 
-import tensorrt_rtx as trt
 from trt_kernels import _seed_cases as sc
 from trt_kernels import registry
 from trt_kernels.onnx_export import export

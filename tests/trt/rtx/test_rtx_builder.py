@@ -144,9 +144,9 @@ def test_enqueue_launches_the_kernel_on_the_gpu():
     """The plugin's enqueue as TensorRT calls it (tensor descriptors, device pointers, a stream), in this
     process: the output is the eager op's, bit for bit. (Importing tensorrt_rtx parses nothing, so the
     libtensorrt_rtx.so name does not matter here.)"""
+    import tensorrt_rtx as trt
     import torch
 
-    import tensorrt_rtx as trt
     from trt_kernels import _seed_cases as sc
     from trt_kernels.plugins import v3one
 

@@ -15,10 +15,10 @@ def test_tuple_field_and_default(monkeypatch):
     import tensorrt_rtx as trt
 
     import trt_kernels as ttk
-    from trt_kernels import registry
-    from trt_kernels.plugins import v3one
     from kernels import unique
     from support import load_example
+    from trt_kernels import registry
+    from trt_kernels.plugins import v3one
 
     monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
     ex = load_example("circular_pad")

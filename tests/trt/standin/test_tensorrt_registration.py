@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import scale_spec, sigmoid_spec, unique
 from trt_kernels import plugins, registry
 from trt_kernels.plugins import qdp_usable
 from trt_kernels.status import status
-from kernels import scale_spec, sigmoid_spec, unique
 
 
 def test_ops_before_and_after_init_get_plugin_and_converter(trt_side):
