@@ -88,10 +88,10 @@ def check_sizes(kop, itensors: Sequence[Any]) -> None:
                                  + " (found when adding the TensorRT layer)")
 
 
-def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plugin_op: Callable, aot: bool):
-    """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s)."""
-    from trt_kernels.plugins.qdp import attr_field
-
+def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plugin_op: Callable, aot: bool,
+            attr_field: Callable):
+    """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s). ``attr_field(decl, value)``:
+    a scalar argument as the plugin's attribute (the plugin's side decides, :mod:`trt_kernels.plugins`)."""
     tensors, attrs = split_arguments(kop, args, kwargs)
     decls = {d.name: d for d in kop.sig.scalar_decls}
     fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
@@ -104,8 +104,9 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
     return outs[0] if n_out == 1 else tuple(outs)
 
 
-def register_converter(kop) -> None:
-    """Register the dynamo converter for ``kop.overload`` (needs torch_tensorrt)."""
+def register_converter(kop, attr_field: Callable) -> None:
+    """Register the dynamo converter for ``kop.overload`` (needs torch_tensorrt); ``attr_field``: see
+    :func:`convert` (this package imports nothing of the plugins' side)."""
     import tensorrt.plugin as trtp
     from torch_tensorrt.dynamo.conversion import dynamo_tensorrt_converter
     from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
@@ -124,7 +125,8 @@ def register_converter(kop) -> None:
         if current is None:
             raise UnregisteredOpError(f"{op_name} was unregistered (trt_kernels.unregister). "
                                       "Fix: declare it again before compiling a model that calls it")
-        return convert(current, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot)
+        return convert(current, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot,
+                       attr_field=attr_field)
 
     ns, name = op_name.split("::")
     converter.__name__ = f"convert_{ns}_{name}"

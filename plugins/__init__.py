@@ -149,7 +149,8 @@ def _check_redeclaration(kop, old) -> None:
         raise SpecError(
             f"{kop.op_name}: its TensorRT plugin is already registered in this process with another signature "
             f"({entry[0]} -> {new}), and TensorRT's plugin registry cannot replace a plugin. Fix: keep the inputs, "
-            "scalar types, outputs and AOT/JIT mode of the first declaration, use a new op name, or restart the process")
+            "scalar types, outputs and AOT/JIT mode of the first declaration, use a new op name, "
+            "or restart the process")
 
 
 def _forget_op(kop) -> None:
@@ -164,7 +165,7 @@ def _forget_op(kop) -> None:
 def _register_op(kop) -> None:
     from trt_kernels.converters import register_converter
 
-    from .qdp import PluginBuilder, register_plugin_builder
+    from .qdp import PluginBuilder, attr_field, register_plugin_builder
 
     trt, trtp = _STATE["_modules"]
     with _LOCK:
@@ -196,7 +197,7 @@ def _register_op(kop) -> None:
             kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"
             return
     try:
-        register_converter(kop)
+        register_converter(kop, attr_field)
         with _LOCK:
             _CONVERTED[kop.op_name] = kop.overload
         kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"

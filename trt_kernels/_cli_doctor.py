@@ -105,7 +105,8 @@ def gather() -> Dict[str, Any]:
     for d in include_dirs():
         src = "pip nvidia-cuda-runtime (cuda.pathfinder)" if pip_dir and os.path.samefile(d, pip_dir) \
             else "CUDA toolkit ($CUDA_HOME, $CUDA_PATH or /usr/local/cuda)"
-        f["include_dirs"].append({"path": d, "from": src, "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
+        f["include_dirs"].append({"path": d, "from": src,
+                                  "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
     # probe compile, then (with a GPU) load its PTX and CUBIN
     from .registry import CHECK_ARCH
 
@@ -149,10 +150,10 @@ def gather() -> Dict[str, Any]:
     # TensorRT
     try:
         from .plugins import init
-        from .status import _trt_state
+        from .status import trt_state
 
         init()  # imports tensorrt / torch_tensorrt where installed, as declaring an op would
-        f["tensorrt_side"] = dict(_trt_state())
+        f["tensorrt_side"] = dict(trt_state())
     except Exception as e:  # noqa: BLE001
         f["tensorrt_side"] = {"available": "no", "reason": _err(e)}
     trt = sys.modules.get("tensorrt")
@@ -160,8 +161,7 @@ def gather() -> Dict[str, Any]:
     ttrt = sys.modules.get("torch_tensorrt")
     f["torch_tensorrt_module"] = getattr(ttrt, "__version__", None) if ttrt is not None else None
     try:
-        from .testing import emulation_unavailable_reason
-        from .testing._standin import unavailable_reason
+        from .testing import emulation_unavailable_reason, unavailable_reason
 
         f["emulation"] = emulation_unavailable_reason()
         f["standin"] = unavailable_reason()
@@ -240,8 +240,9 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
             "pip install torch (a CUDA build on GPU machines)")
     else:
         cuda = f.get("torch_cuda")
-        add("torch", "ok" if cuda else "note", f"{f['torch']}, " + (f"built for CUDA {cuda}" if cuda else
-                                                                  "CPU-only build (compiling works, launching needs a CUDA build)"))
+        add("torch", "ok" if cuda else "note",
+            f"{f['torch']}, " + (f"built for CUDA {cuda}" if cuda else
+                                 "CPU-only build (compiling works, launching needs a CUDA build)"))
     gpus = f.get("gpus") or []
     if gpus:
         add("GPU", "ok", "; ".join(f"cuda:{g['index']} {g['name']} ({g['arch']})" for g in gpus))
@@ -253,7 +254,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         f"supports CUDA {_ver(drv)}" if drv else "no CUDA driver found (libcuda)",
         "" if drv else "install the NVIDIA driver")
     if f.get("cuda_bindings_import"):
-        add("cuda-bindings", "error", f"does not import: {f['cuda_bindings_import']}", "pip install 'cuda-python>=13.3,<14'")
+        add("cuda-bindings", "error", f"does not import: {f['cuda_bindings_import']}",
+            "pip install 'cuda-python>=13.3,<14'")
     else:
         dists = ("cuda-bindings", "cuda-core", "cuda-pathfinder", "cuda-python")
         add("cuda-bindings", "ok", ", ".join(f"{n} {d.get(n) or 'not installed'}" for n in dists))
@@ -268,7 +270,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         for g in gpus:
             num = int(g["arch"][3:].rstrip("af"))
             if archs and num not in archs:
-                add(f"NVRTC arch {g['arch']}", "error", f"NVRTC {_ver(nv)} cannot compile for {g['name']} ({g['arch']})",
+                add(f"NVRTC arch {g['arch']}", "error",
+                    f"NVRTC {_ver(nv)} cannot compile for {g['name']} ({g['arch']})",
                     "install an nvidia-cuda-nvrtc that supports it")
     dirs = f.get("include_dirs") or []
     if any(x["cuda_fp16.h"] for x in dirs):
@@ -309,7 +312,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
             "pip install 'trt-kernels[triton]'")
     else:
         ok = str(tp).startswith("ok")
-        add("Triton", "ok" if ok else "error", f"triton {f.get('triton')}; probe compile for {f.get('probe_arch')}: {tp}",
+        add("Triton", "ok" if ok else "error",
+            f"triton {f.get('triton')}; probe compile for {f.get('probe_arch')}: {tp}",
             "" if ok else "see Triton's message; pip install 'trt-kernels[triton]' installs a Triton 3.x")
     # TensorRT
     side = f.get("tensorrt_side") or {}

@@ -170,8 +170,9 @@ def check_ranks(ranks: Dict[str, int], kops, scope: str) -> None:
 
 
 def _tactics(kop) -> List[Dict[str, Any]]:
-    return [{"id": i + 1, "block": list(g.block) + [1] * (3 - len(g.block)), "note": "eager uses this" if i == 0 else ""}
-            for i, g in enumerate(kop.sig.launches)] or [{"id": 1, "block": None, "note": "launched by eager_fn / aot_fn"}]
+    return ([{"id": i + 1, "block": list(g.block) + [1] * (3 - len(g.block)),
+              "note": "eager uses this" if i == 0 else ""} for i, g in enumerate(kop.sig.launches)]
+            or [{"id": 1, "block": None, "note": "launched by eager_fn / aot_fn"}])
 
 
 def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, Any]:
@@ -205,7 +206,8 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
             dt = _dt.short(o.dtype)
         else:
             src = sig.tensor_decls[o.dtype_src]
-            dt = _dt.short(src.dtype) if src.dtype is not None and not isinstance(src.dtype, str) else f"dtype of {src.name}"
+            dt = (_dt.short(src.dtype) if src.dtype is not None and not isinstance(src.dtype, str)
+                  else f"dtype of {src.name}")
         outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
     args = [f"{n}.data_ptr()" for n in names]
     args += [d.name if n is None else f"{d.name}[{k}]" for d in sig.scalar_decls
@@ -337,7 +339,8 @@ def format_op(d: Dict[str, Any]) -> str:
         if got is None and not exp:
             continue
         verdict = {True: "agree", False: "DISAGREE", None: "not compared"}[row["matches"]]
-        hidden = f" ({row['hidden_params']} appended by the compiler, after the declared ones)" if row["hidden_params"] else ""
+        hidden = (f" ({row['hidden_params']} appended by the compiler, after the declared ones)"
+                  if row["hidden_params"] else "")
         add(f"  PTX params    {len(got) if got is not None else '?'} in the .entry{hidden}; spec and PTX {verdict}")
         n = max(len(exp), len(got or []))
         w = max([len(p["param"]) for p in exp] + [10])
@@ -400,7 +403,7 @@ def format_op(d: Dict[str, Any]) -> str:
 
 
 def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool) -> int:
-    from .status import _trt_state
+    from . import status
 
     try:
         rank_map = parse_ranks(ranks)
@@ -417,7 +420,7 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
             kops = picked
         check_ranks(rank_map, kops, op or f"any op {target} declares")
         check_arch(arch_used, arch_origin(bool(arch)), kops)
-        trt_state = _trt_state()
+        trt_state = status.trt_state()
         ops = [describe(k, arch_used, rank_map, trt_state) for k in kops]
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)

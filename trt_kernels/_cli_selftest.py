@@ -72,7 +72,7 @@ def skip_reasons() -> Dict[str, Optional[str]]:
     """Per tier: None when it can be tried here, else why not."""
     import torch
 
-    from .testing._standin import unavailable_reason
+    from .testing import unavailable_reason
 
     reasons: Dict[str, Optional[str]] = {t: None for t in TIER_IDS}
     st = unavailable_reason()
@@ -135,7 +135,8 @@ def run_compile(cases, namespace: str) -> List[Result]:
             kop = registry.get(c.op_name(namespace))
             kop.binary(kop.known_arch() or CHECK_ARCH)  # compiled for that arch, parameters checked
             tensors, scalars = _meta_inputs(c)
-            got, ref = sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars)), sc.as_tuple(c.reference(*tensors, *scalars))
+            got, ref = (sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars)),
+                        sc.as_tuple(c.reference(*tensors, *scalars)))
             shapes = [(tuple(t.shape), t.dtype) for t in got]
             if shapes != [(tuple(t.shape), t.dtype) for t in ref]:
                 return f"the fake impl gives {shapes}, the reference {[(tuple(t.shape), t.dtype) for t in ref]}"
@@ -155,7 +156,7 @@ def run_qdp_build(cases, namespace: str) -> List[Result]:
     from .op import CHECK_ARCH
     from .plugins.qdp import register_plugin
     from .plugins.shapes import torch_dtype
-    from .testing._standin import standin
+    from .testing import standin
 
     names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
     out: List[Result] = []
@@ -199,7 +200,7 @@ def run_replay(cases, namespace: str, kind: str) -> List[Result]:
     import torch
 
     from . import _seed_cases as sc
-    from .testing._replay import aot_replay, jit_replay
+    from .testing import aot_replay, jit_replay
 
     fn = aot_replay if kind == "aot_replay" else jit_replay
     dev = torch.device("cuda")
@@ -408,7 +409,8 @@ def run(as_json: bool) -> int:
                             "--json to see the traceback", True, SCHEMA, exit_status=1)
     status = exit_status(results)
     if as_json:
-        print(json.dumps({"schema": SCHEMA, "tiers": list(TIER_IDS), "cases": list(dict.fromkeys(r.case for r in results)),
+        print(json.dumps({"schema": SCHEMA, "tiers": list(TIER_IDS),
+                          "cases": list(dict.fromkeys(r.case for r in results)),
                           "results": [asdict(r) for r in results],
                           "passed": sum(r.status == "passed" for r in results),
                           "failed": sum(r.status == "failed" for r in results),

@@ -38,8 +38,17 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from . import toolchain
 from ._record import Frozen, plain_record
-from .cache_store import (MEMO_ENTRIES, NVRTC_MAGIC, LRUMemo, cache_root, pack_payload, read_entry, read_roots,
-                          unpack_payload, write_entry)
+from .cache_store import (
+    MEMO_ENTRIES,
+    NVRTC_MAGIC,
+    LRUMemo,
+    cache_root,
+    pack_payload,
+    read_entry,
+    read_roots,
+    unpack_payload,
+    write_entry,
+)
 from .errors import CompileError
 from .kernel_source import ptx_isa
 from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
@@ -218,7 +227,7 @@ def _decode_params(recorded) -> Optional[Dict[str, Optional[Tuple[Tuple[str, int
 _MEMO = LRUMemo(MEMO_ENTRIES)  # (program key, arch) -> CompiledProgram, most recently used kept
 
 
-def _toolchain_id() -> str:
+def toolchain_id() -> str:
     """The NVRTC identity for keys: from disk if it can be told, else by loading NVRTC."""
     ident = toolchain.identity()
     if ident is None:
@@ -295,7 +304,7 @@ def compile_program(
     log if the source does not compile, or if a name expression names no ``__global__`` function.
     """
     arch = normalize_arch(arch)
-    ident = _toolchain_id()
+    ident = toolchain_id()
     key = program_key(source, name_expressions, options, std, include_paths, ident)
     prog = _lookup(key, arch, ident)
     if prog is not None:

@@ -20,7 +20,8 @@ from .compile import CompiledProgram, cache_entry_path, cached_program, compile_
 from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .signature import Signature
 from .spec import KernelSpec
-from .validate import _check_encodable, _fail, _sequence, check_type_params, kernel_dtypes
+from .validate import check_encodable, check_type_params, fail, kernel_dtypes, sequence
+
 
 def _params_pattern(type_params) -> "re.Pattern[str]":
     """Matches any of the type parameters as a whole word of a kernel name."""
@@ -61,35 +62,39 @@ class CudaSource(KernelSource):
         self._pattern = _params_pattern(sig.type_params)
         self.names = [self.name_expression(d) for d in sig.kernel_dtypes]
         self.text = with_headers(spec.kernel_source, _dt.flat(sig.kernel_dtypes) + [
-            d for d in [t.dtype for t in sig.tensor_decls] + [o.dtype for o in sig.outputs] if isinstance(d, torch.dtype)])
+            d for d in [t.dtype for t in sig.tensor_decls] + [o.dtype for o in sig.outputs]
+            if isinstance(d, torch.dtype)])
 
     @staticmethod
     def check(op: str, spec: KernelSpec) -> None:
         """The NVRTC side of a spec, before anything else of it is read: :class:`SpecError` naming the field."""
         if not isinstance(spec.kernel_source, str) or not spec.kernel_source.strip():
-            raise _fail(op, "kernel_source", "empty or not a string", "pass the CUDA C++ source text")
+            raise fail(op, "kernel_source", "empty or not a string", "pass the CUDA C++ source text")
         if not isinstance(spec.kernel_name, str) or not spec.kernel_name.strip():
-            raise _fail(op, "kernel_name", "empty or not a string", "name the __global__ function (e.g. 'my_kernel' or 'k<T>')")
+            raise fail(op, "kernel_name", "empty or not a string",
+                        "name the __global__ function (e.g. 'my_kernel' or 'k<T>')")
         for fld in ("kernel_source", "kernel_name"):
-            _check_encodable(op, fld, getattr(spec, fld))
+            check_encodable(op, fld, getattr(spec, fld))
         _check_build_fields(op, spec)
         tp = check_type_params(op, spec.type_params)
         kd = kernel_dtypes(op, spec.dtypes, tp)
         if len(tp) > 1:
             missing = [p for p in tp if not re.search(r"\b" + re.escape(p) + r"\b", spec.kernel_name)]
             if missing:
-                raise _fail(op, "kernel_name", f"{spec.kernel_name!r} does not name the type parameter(s) {missing} of "
+                raise fail(op, "kernel_name", f"{spec.kernel_name!r} does not name the type parameter(s) {missing} of "
                             f"type_params={list(tp)}", f"name the instantiation with every parameter, e.g. "
                             f"kernel_name='{spec.kernel_name.split('<')[0].strip()}<{', '.join(tp)}>'")
             return
         t = _params_pattern(tp)
         if kd is not None and len(kd) > 1 and not t.search(spec.kernel_name):
-            raise _fail(
-                op, "kernel_name", f"{spec.kernel_name!r} has no template parameter {tp[0]} but dtypes lists {len(kd)} dtypes",
-                f"write the kernel as 'template <typename {tp[0]}> __global__ void k(...)' and set kernel_name='k<{tp[0]}>'",
+            raise fail(
+                op, "kernel_name",
+                f"{spec.kernel_name!r} has no template parameter {tp[0]} but dtypes lists {len(kd)} dtypes",
+                f"write the kernel as 'template <typename {tp[0]}> __global__ void k(...)' "
+                f"and set kernel_name='k<{tp[0]}>'",
             )
         if kd is None and t.search(spec.kernel_name):
-            raise _fail(
+            raise fail(
                 op, "dtypes", f"kernel_name {spec.kernel_name!r} is a template over {tp[0]} but no dtypes are declared",
                 f"pass dtypes=[torch.float32, ...] listing what {tp[0]} may be",
             )
@@ -101,9 +106,9 @@ class CudaSource(KernelSource):
         return self._pattern.sub(lambda m: _dt.c_type(b[m.group(1)]), self.kernel_name)
 
     def key(self) -> str:
-        from .compile import _toolchain_id
+        from .compile import toolchain_id
 
-        return program_key(self.text, self.names, self.options, self.std, self.include_paths, _toolchain_id())
+        return program_key(self.text, self.names, self.options, self.std, self.include_paths, toolchain_id())
 
     def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
         prog = compile_program(self.text, self.names, arch=normalize_arch(arch), options=self.options, std=self.std,
@@ -168,28 +173,30 @@ def with_headers(source: str, dtypes: List[Optional[torch.dtype]]) -> str:
 
 def _check_build_fields(op: str, spec: KernelSpec) -> None:
     """compile_options, include_paths, compile_std and arch_override: the NVRTC side of a spec."""
-    opts = _sequence(op, "compile_options", spec.compile_options,
+    opts = sequence(op, "compile_options", spec.compile_options,
                      "pass NVRTC flags as a list of str, e.g. compile_options=['--use_fast_math']")
     for i, o in enumerate(opts):
         if not isinstance(o, str) or not o.strip():
-            raise _fail(op, f"compile_options[{i}]", f"{o!r} is not an NVRTC flag", "give each flag as a non-empty str")
-        _check_encodable(op, f"compile_options[{i}]", o)
+            raise fail(op, f"compile_options[{i}]", f"{o!r} is not an NVRTC flag", "give each flag as a non-empty str")
+        check_encodable(op, f"compile_options[{i}]", o)
         flag = o.strip()
         for name, why in _CONTROLLED_OPTIONS.items():
             if flag == name or flag.startswith(name + "=") or (name in ("-I", "-arch") and flag.startswith(name)):
-                raise _fail(op, f"compile_options[{i}]", f"{o!r} sets what the package controls ({why.split(':')[0]})",
+                raise fail(op, f"compile_options[{i}]", f"{o!r} sets what the package controls ({why.split(':')[0]})",
                             why.split(": ", 1)[1] if ": " in why else why)
     if spec.include_paths is not None:
-        paths = _sequence(op, "include_paths", spec.include_paths, "pass a list of directories, e.g. include_paths=['/opt/inc']")
+        paths = sequence(op, "include_paths", spec.include_paths,
+                          "pass a list of directories, e.g. include_paths=['/opt/inc']")
         for i, d in enumerate(paths):
             if not isinstance(d, str) or not d:
-                raise _fail(op, f"include_paths[{i}]", f"{d!r} is not a directory path", "give each directory as a str")
-            _check_encodable(op, f"include_paths[{i}]", d)
+                raise fail(op, f"include_paths[{i}]", f"{d!r} is not a directory path", "give each directory as a str")
+            check_encodable(op, f"include_paths[{i}]", d)
     if spec.compile_std not in _STDS:
-        raise _fail(op, "compile_std", f"{spec.compile_std!r} is not a C++ standard NVRTC takes", f"use one of {list(_STDS)}")
+        raise fail(op, "compile_std", f"{spec.compile_std!r} is not a C++ standard NVRTC takes",
+                    f"use one of {list(_STDS)}")
     if spec.arch_override is not None:
         try:
             normalize_arch(spec.arch_override)
         except (ValueError, TypeError):
-            raise _fail(op, "arch_override", f"{spec.arch_override!r} is not a GPU arch",
+            raise fail(op, "arch_override", f"{spec.arch_override!r} is not a GPU arch",
                         "write it like 'sm_90', 'sm_90a' or 90") from None

@@ -8,7 +8,7 @@ from . import dtypes as _dt
 from . import registry
 
 
-def _trt_state() -> Dict[str, str]:
+def trt_state() -> Dict[str, str]:
     """Ask the TensorRT side (``trt_kernels.plugins``) for its state without importing tensorrt here."""
     try:
         from .plugins import tensorrt_status  # the boundary that may import tensorrt
@@ -20,7 +20,7 @@ def _trt_state() -> Dict[str, str]:
 def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
     """One dict per op registered with trt_kernels (in registration order). ``trt``: the TensorRT
     side's state, if the caller has it already."""
-    trt = trt if trt is not None else _trt_state()
+    trt = trt if trt is not None else trt_state()
     rows = []
     for kop in registry.all_ops():
         builds = kop.builds()
@@ -47,7 +47,7 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
 
 
 def format_status() -> str:
-    trt = _trt_state()
+    trt = trt_state()
     lines = [f"TensorRT side: {'available' if trt.get('available') == 'yes' else 'not available'}"
              + (f" ({trt['reason']})" if trt.get("reason") else "")
              + (f" [{trt['backend']}]" if trt.get("backend") else "")]

@@ -31,7 +31,7 @@ from .errors import KernelABIError, SpecError
 from .expr import Expr
 from .kernel_source import Binary, KernelImage, KernelSource, Version
 from .limits import STATIC_SHARED_MEM
-from .signature import Signature, scalar_len, scalar_type
+from .signature import Signature, scalar_type
 from .spec import Custom, InputDecl, OutputDecl, ScalarInput
 from .validate import validate_signature
 
@@ -74,8 +74,8 @@ class TritonSource(KernelSource):
         return self.kernel_name
 
     def key(self) -> str:
-        text = repr((getattr(self.fn, "src", None) or inspect.getsource(self.fn.fn), self.configs, sorted(self.options.items()),
-                     _tc.triton_version()))
+        text = repr((getattr(self.fn, "src", None) or inspect.getsource(self.fn.fn), self.configs,
+                     sorted(self.options.items()), _tc.triton_version()))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def compile_one(self, dtype: torch.dtype, tactic: int, arch: str) -> _tc.TritonKernel:
@@ -218,8 +218,8 @@ def declare(
                             f"(its constexprs: {cnames}). Fix: remove them or declare them in the kernel")
         missing = [n for n in cnames if n not in c.constexprs and n not in defaults]
         if missing:
-            raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of {fn.__name__!r}. "
-                            f"Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
+            raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of "
+                            f"{fn.__name__!r}. Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
     for d in _dt.flat(sig.kernel_dtypes):
         if d not in _tc.TRITON_TYPES:
             raise SpecError(f"{op_name}: dtypes: {d} has no Triton type")
@@ -237,28 +237,26 @@ def _jit_function(op: str, kernel):
         kind = type(kernel).__name__
         hint = " (an @triton.autotune/@triton.heuristics wrapper: pass the inner @triton.jit function and give its " \
                "configs as tactics=[ttk.TritonConfig(...)])" if hasattr(kernel, "fn") else ""
-        raise SpecError(f"{op}: kernel: expected a @triton.jit function, got {kind}{hint}. Fix: decorate it with @triton.jit")
+        raise SpecError(f"{op}: kernel: expected a @triton.jit function, got {kind}{hint}. "
+                        "Fix: decorate it with @triton.jit")
     return kernel
 
 
 def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
-    """The non-constexpr parameters must follow the calling convention, named as declared; returns the
-    constexpr parameters' names."""
-    expected: List[Tuple[str, Optional[str]]] = [("tensor input", d.name) for d in sig.tensor_decls]
-    for d in sig.scalar_decls:  # a tuple input (int, n): n parameters, pads_0 .. pads_{n-1}
-        n = scalar_len(d)
-        expected += [("scalar input", d.name)] if n is None else [("scalar input", f"{d.name}_{k}") for k in range(n)]
-    expected += [(f"extras[{i}] ({e})", None) for i, e in enumerate(sig.extra_labels)]
-    expected += [("output", o.name) for o in sig.outputs]
+    """The non-constexpr parameters must be the declaration's kernel parameters (``Signature.params``), named
+    as declared; returns the constexpr parameters' names."""
+    expected = [_expected_name(sig, p) for p in sig.params(sig.kernel_dtypes[0])]
     runtime = [p for p in fn.params if not p.is_constexpr]
     constexprs = [p.name for p in fn.params if p.is_constexpr]
     order = ", ".join((n or f"<{w}>") for w, n in expected)
-    fix = (f"write the kernel's parameters as ({order}{', ' if constexprs else ''}{', '.join(f'{c}: tl.constexpr' for c in constexprs)}): "
+    fix = (f"write the kernel's parameters as ({order}{', ' if constexprs else ''}"
+           f"{', '.join(f'{c}: tl.constexpr' for c in constexprs)}): "
            "tensor inputs, scalar inputs, extras, outputs, each in declaration order (a tensor 'x' may be named "
            "'x' or 'x_ptr'; constexprs may go anywhere)")
     if len(runtime) != len(expected):
         raise SpecError(f"{op}: kernel {fn.__name__!r} has {len(runtime)} non-constexpr parameters "
-                        f"({', '.join(p.name for p in runtime)}) but the declaration implies {len(expected)}. Fix: {fix}")
+                        f"({', '.join(p.name for p in runtime)}) but the declaration implies {len(expected)}. "
+                        f"Fix: {fix}")
     for i, (p, (what, name)) in enumerate(zip(runtime, expected)):
         if name is None:
             continue
@@ -269,17 +267,39 @@ def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
     return constexprs
 
 
+def _expected_name(sig: Signature, p) -> Tuple[str, Optional[str]]:
+    """``(what, name)`` of the kernel parameter ``p`` (a :class:`~trt_kernels.signature.Param`): the name a
+    Triton kernel gives it (None: an extra, any name)."""
+    if p.role == "input":
+        return "tensor input", sig.tensor_decls[p.index].name
+    if p.role == "scalar":  # a tuple input (int, n): n parameters, pads_0 .. pads_{n-1}
+        name = sig.scalar_decls[p.index].name
+        return "scalar input", name if p.element is None else f"{name}_{p.element}"
+    if p.role == "extra":
+        return f"extras[{p.index}] ({sig.extra_labels[p.index]})", None
+    return "output", sig.outputs[p.index].name
+
+
 def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
-    """Triton's ``signature`` (parameter name -> type string) of the kernel at ``dtype``."""
+    """Triton's ``signature`` (parameter name -> type string) of the kernel at ``dtype``: the declaration's
+    kernel parameters (``Signature.params``) in order, constexprs where the function has them."""
     ins = sig.in_dtypes(dtype)
-    types = ["*" + _tc.TRITON_TYPES[d] for d in ins]
-    types += [_tc.SCALAR_TYPES[scalar_type(d)] for d in sig.scalar_decls for _ in range(scalar_len(d) or 1)]
-    types += ["i32"] * len(sig.extras)
-    types += ["*" + _tc.TRITON_TYPES[d] for d in sig.out_dtypes(ins)]
-    it = iter(types)
+    outs = sig.out_dtypes(ins)
+
+    def triton_type(p) -> str:
+        if p.role == "input":
+            return "*" + _tc.TRITON_TYPES[ins[p.index]]
+        if p.role == "output":
+            return "*" + _tc.TRITON_TYPES[outs[p.index]]
+        if p.role == "scalar":
+            return _tc.SCALAR_TYPES[scalar_type(sig.scalar_decls[p.index])]
+        return "i32"  # an extra: a C int
+
+    it = iter([triton_type(p) for p in sig.params(dtype)])
     return {p.name: "constexpr" if p.is_constexpr else next(it) for p in fn.params}
 
 
 def _check_warps(op: str, where: str, w) -> None:
     if isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024:
-        raise SpecError(f"{op}: {where}: num_warps={w!r}: Triton takes a power of two from 1 to 32. Fix: e.g. num_warps=4")
+        raise SpecError(f"{op}: {where}: num_warps={w!r}: Triton takes a power of two from 1 to 32. "
+                        "Fix: e.g. num_warps=4")

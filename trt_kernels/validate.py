@@ -22,8 +22,18 @@ from .errors import SpecError
 from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, Scalar, ScalarOf, leaves, lift, resolve
 from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
 from .signature import CheckSig, LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
-from .spec import (Custom, Elementwise, InputDecl, OutputDecl, ReduceDims, Reduction, SameAs, SameDim, SameShape,
-                   ScalarInput)
+from .spec import (
+    Custom,
+    Elementwise,
+    InputDecl,
+    OutputDecl,
+    ReduceDims,
+    Reduction,
+    SameAs,
+    SameDim,
+    SameShape,
+    ScalarInput,
+)
 
 # Input names become parameters of the torch op and of the TensorRT plugin functions, which
 # append ``outputs``, ``stream`` and ``tactic`` (tensorrt.plugin refuses attributes so named);
@@ -53,7 +63,8 @@ def _bad_identifier(name) -> Optional[str]:
     return None
 
 
-def _fail(op: str, where: str, msg: str, fix: str) -> SpecError:
+def fail(op: str, where: str, msg: str, fix: str) -> SpecError:
+    """The :class:`SpecError` for field ``where`` of op ``op``: ``"{op}: {where}: {msg}. Fix: {fix}"``."""
     return SpecError(f"{op}: {where}: {msg}. Fix: {fix}")
 
 
@@ -86,13 +97,13 @@ def resolve_tensor(op: str, where: str, ref: Union[int, str], names: Sequence[st
         ref = int(ref)
     if isinstance(ref, int):
         if not -len(names) <= ref < len(names):
-            raise _fail(
+            raise fail(
                 op, where, f"tensor input index {ref} is out of range ({len(names)} tensor inputs: {list(names)})",
                 "use a tensor input's name or an index into the tensor-only inputs",
             )
         return ref % len(names)
     if ref not in names:
-        raise _fail(
+        raise fail(
             op, where, f"{ref!r} names no tensor input (tensor inputs: {list(names)})",
             "name a declared InputDecl (scalar inputs have no shape)",
         )
@@ -105,15 +116,15 @@ def check_type_params(op: str, type_params) -> Tuple[str, ...]:
         return ("T",)
     fix = "name the template's type parameters in order, e.g. type_params=('T', 'W')"
     if isinstance(type_params, str):
-        raise _fail(op, "type_params", f"got the str {type_params!r}, not a sequence of names", f"{fix} (a tuple)")
-    tp = tuple(_sequence(op, "type_params", type_params, fix))
+        raise fail(op, "type_params", f"got the str {type_params!r}, not a sequence of names", f"{fix} (a tuple)")
+    tp = tuple(sequence(op, "type_params", type_params, fix))
     if not tp:
-        raise _fail(op, "type_params", "empty", fix)
+        raise fail(op, "type_params", "empty", fix)
     for p in tp:
         if not isinstance(p, str) or not _ascii_identifier(p):
-            raise _fail(op, "type_params", f"{p!r} is not a C++ identifier", fix)
+            raise fail(op, "type_params", f"{p!r} is not a C++ identifier", fix)
     if len(set(tp)) != len(tp):
-        raise _fail(op, "type_params", f"duplicate names in {list(tp)}", "name each type parameter once")
+        raise fail(op, "type_params", f"duplicate names in {list(tp)}", "name each type parameter once")
     return tp
 
 
@@ -128,28 +139,29 @@ def kernel_dtypes(op: str, dtypes, type_params=None) -> Optional[Tuple]:
     else:
         fix = (f"list the combinations of {', '.join(tp)} as tuples, e.g. "
                f"[({', '.join(['torch.float16'] + ['torch.float32'] * (len(tp) - 1))}), ...]")
-    kd = tuple(_sequence(op, "dtypes", dtypes, fix))
+    kd = tuple(sequence(op, "dtypes", dtypes, fix))
     if not kd:
-        raise _fail(op, "dtypes", "empty list", fix)
+        raise fail(op, "dtypes", "empty list", fix)
     for i, k in enumerate(kd):
         if len(tp) == 1:
             if isinstance(k, (tuple, list)):
-                raise _fail(op, f"dtypes[{i}]", f"{k!r} is a combination, but the kernel has one type parameter "
-                            f"({tp[0]})", "list plain dtypes, or name the template's parameters with type_params=('T', 'W')")
+                raise fail(op, f"dtypes[{i}]",
+                            f"{k!r} is a combination, but the kernel has one type parameter ({tp[0]})",
+                            "list plain dtypes, or name the template's parameters with type_params=('T', 'W')")
             parts = (k,)
         else:
             if not isinstance(k, (tuple, list)) or len(k) != len(tp):
-                raise _fail(op, f"dtypes[{i}]", f"{k!r} is not a combination of {len(tp)} dtypes "
+                raise fail(op, f"dtypes[{i}]", f"{k!r} is not a combination of {len(tp)} dtypes "
                             f"(type_params={list(tp)})", fix)
             parts = tuple(k)
         for d in parts:
             if d not in _dt.SUPPORTED:
-                raise _fail(op, f"dtypes[{i}]" if len(tp) > 1 else "dtypes", f"{d!r} is not supported",
+                raise fail(op, f"dtypes[{i}]" if len(tp) > 1 else "dtypes", f"{d!r} is not supported",
                             f"use some of {[_dt.short(x) for x in _dt.SUPPORTED]}")
     if len(tp) > 1:
         kd = tuple(tuple(k) for k in kd)
     if len(set(kd)) != len(kd):
-        raise _fail(op, "dtypes", f"duplicate entries in {[_dt.label(d, tp) for d in kd]}", "list each dtype once")
+        raise fail(op, "dtypes", f"duplicate entries in {[_dt.label(d, tp) for d in kd]}", "list each dtype once")
     return kd
 
 
@@ -176,14 +188,14 @@ def validate_signature(
     op = op_name
     tp = check_type_params(op, type_params)
     if len(tp) > 1 and dtypes is None:
-        raise _fail(op, "dtypes", f"type_params={list(tp)} but no combinations are declared",
+        raise fail(op, "dtypes", f"type_params={list(tp)} but no combinations are declared",
                     f"pass dtypes=[({', '.join(['torch.float32'] * len(tp))}), ...]")
     kd = kernel_dtypes(op, dtypes, tp) or (torch.float32,)
     decls, kinds = _inputs(op, inputs, tp)
     tensors = tuple(d for d in decls if isinstance(d, InputDecl))
     tnames = [t.name for t in tensors]
     if dtypes is not None and len(tp) == 1 and len(kd) > 1 and all(isinstance(t.dtype, torch.dtype) for t in tensors):
-        raise _fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
+        raise fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
                     "leave dtype=None on the inputs whose type is T")
     if len(tp) > 1:
         _check_combinations(op, tp, tensors)
@@ -193,12 +205,15 @@ def validate_signature(
     check_sigs = _checks(op, checks, tnames, tensors)
     geos = [g for g in (geometries or ()) if g is not None]
     if not geos and not has_eager_fn:
-        raise _fail(op, "geometry", "missing", "give geometry=ttk.Elementwise(...), ttk.Reduction(...) or ttk.Custom(...), or pass eager_fn= (and aot_fn= for TensorRT)")
+        raise fail(op, "geometry", "missing",
+                    "give geometry=ttk.Elementwise(...), ttk.Reduction(...) or ttk.Custom(...), "
+                    "or pass eager_fn= (and aot_fn= for TensorRT)")
     launches = []
     for g in geos:
         _check_geometry(op, g, outs, tnames, tensors, scalars)
         if not isinstance(g, Custom) and not outs:
-            raise _fail(op, "geometry", f"{type(g).__name__} is sized by outputs[0], but no outputs are declared", "declare outputs, or use ttk.Custom(grid=..., block=...)")
+            raise fail(op, "geometry", f"{type(g).__name__} is sized by outputs[0], but no outputs are declared",
+                        "declare outputs, or use ttk.Custom(grid=..., block=...)")
         launches += _launches(g, tnames, scalars)
     return Signature(
         op_name=op_name, namespace=ns, name=name, inputs=tuple(decls), arg_kinds=tuple(kinds),
@@ -221,43 +236,48 @@ def _check_combinations(op: str, tp, tensors) -> None:
     used = {_type_of(t, tp) for t in tensors}
     for p in tp:
         if p not in used:
-            raise _fail(op, "type_params", f"{p!r} is the dtype of no tensor input, so a call cannot tell which "
+            raise fail(op, "type_params", f"{p!r} is the dtype of no tensor input, so a call cannot tell which "
                         "combination to run", f"declare the input(s) of that type with InputDecl(name, dtype={p!r})")
 
 
 def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
     if inputs is None:
-        raise _fail(op, "inputs", "missing", "declare the inputs, e.g. inputs=[ttk.InputDecl('x')]")
-    inputs = _sequence(op, "inputs", inputs, "declare the inputs as a list, e.g. inputs=[ttk.InputDecl('x')]")
+        raise fail(op, "inputs", "missing", "declare the inputs, e.g. inputs=[ttk.InputDecl('x')]")
+    inputs = sequence(op, "inputs", inputs, "declare the inputs as a list, e.g. inputs=[ttk.InputDecl('x')]")
     seen: set = set()
     kinds: list = []
     for i, d in enumerate(inputs):
         where = f"inputs[{i}]"
         if not isinstance(d, (InputDecl, ScalarInput)):
-            raise _fail(op, where, f"expected InputDecl or ScalarInput, got {d!r}", "wrap it in ttk.InputDecl(name) or ttk.ScalarInput(name, float)")
-        why = _bad_identifier(d.name) or (f"is reserved: {_RESERVED_INPUT[d.name]}" if d.name in _RESERVED_INPUT else None)
+            raise fail(op, where, f"expected InputDecl or ScalarInput, got {d!r}",
+                        "wrap it in ttk.InputDecl(name) or ttk.ScalarInput(name, float)")
+        why = _bad_identifier(d.name) or (
+            f"is reserved: {_RESERVED_INPUT[d.name]}" if d.name in _RESERVED_INPUT else None)
         if why:
-            raise _fail(op, where, f"name {d.name!r} is not a usable argument name: it {why}",
-                        "rename the input (names that are not usable: " + ", ".join(sorted(_RESERVED_INPUT)) + ", keywords)")
+            raise fail(op, where, f"name {d.name!r} is not a usable argument name: it {why}",
+                        "rename the input (names that are not usable: " + ", ".join(sorted(_RESERVED_INPUT))
+                        + ", keywords)")
         if d.name in seen:
-            raise _fail(op, where, f"duplicate name {d.name!r}", "give every input and output a distinct name")
+            raise fail(op, where, f"duplicate name {d.name!r}", "give every input and output a distinct name")
         seen.add(d.name)
         if isinstance(d, InputDecl):
             if isinstance(d.dtype, str):
                 if d.dtype not in tp:
-                    raise _fail(op, where + ".dtype", f"{d.dtype!r} names no type parameter (type_params={list(tp)})",
+                    raise fail(op, where + ".dtype", f"{d.dtype!r} names no type parameter (type_params={list(tp)})",
                                 "name one of type_params, give a torch.dtype, or leave dtype=None for the first")
             elif d.dtype is not None and d.dtype not in _dt.SUPPORTED:
-                raise _fail(op, where + ".dtype", f"{d.dtype!r} is not supported", f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
+                raise fail(op, where + ".dtype", f"{d.dtype!r} is not supported",
+                            f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
             if d.ndim is not None and (not isinstance(d.ndim, int) or d.ndim < 0):
-                raise _fail(op, where + ".ndim", f"{d.ndim!r} is not a rank", "give a non-negative int or None")
+                raise fail(op, where + ".ndim", f"{d.ndim!r} is not a rank", "give a non-negative int or None")
             kinds.append("tensor")
         else:
             inputs[i] = d = _scalar_input(op, where, d)
             kinds.append("scalar")
     _check_trailing_defaults(op, inputs)
     if "tensor" not in kinds:
-        raise _fail(op, "inputs", "no tensor input (scalar-only ops have no device or shape to derive from)", "declare at least one ttk.InputDecl")
+        raise fail(op, "inputs", "no tensor input (scalar-only ops have no device or shape to derive from)",
+                    "declare at least one ttk.InputDecl")
     return inputs, kinds
 
 
@@ -271,18 +291,19 @@ def _scalar_input(op: str, where: str, d: ScalarInput) -> ScalarInput:
     if isinstance(t, (tuple, list)):
         if isinstance(t, list) or len(t) != 2 or t[0] not in (int, float, bool) or isinstance(t[1], bool) \
                 or not isinstance(t[1], int):
-            raise _fail(op, where + ".py_type", f"{t!r} is not a scalar type",
+            raise fail(op, where + ".py_type", f"{t!r} is not a scalar type",
                         "use float, int or bool, or a fixed-length tuple (int, n) / (float, n), e.g. (int, 4)")
         if t[0] is bool:
-            raise _fail(op, where + ".py_type", f"{t!r}: tuples of bools are not supported", "use (int, n) with 0/1 values")
+            raise fail(op, where + ".py_type", f"{t!r}: tuples of bools are not supported",
+                        "use (int, n) with 0/1 values")
         if not 1 <= t[1] <= MAX_TUPLE:
-            raise _fail(op, where + ".py_type", f"{t!r}: a tuple input takes 1 to {MAX_TUPLE} values (each is a kernel "
+            raise fail(op, where + ".py_type", f"{t!r}: a tuple input takes 1 to {MAX_TUPLE} values (each is a kernel "
                         "parameter)", f"give a length in [1, {MAX_TUPLE}], or pass the values as a tensor input")
         elem, n = t[0], t[1]
     elif t in (float, int, bool):
         elem, n = t, None
     else:
-        raise _fail(op, where + ".py_type", f"{t!r} is not supported",
+        raise fail(op, where + ".py_type", f"{t!r} is not supported",
                     "use float, int or bool, or a fixed-length tuple (int, n) / (float, n)")
     if d.default is None:
         return d
@@ -290,8 +311,9 @@ def _scalar_input(op: str, where: str, d: ScalarInput) -> ScalarInput:
         return ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem))
     value = d.default
     if not isinstance(value, (tuple, list)) or len(value) != n:
-        raise _fail(op, where + ".default", f"{value!r} is not {n} values"[:200],
-                    f"give a tuple of {n} {elem.__name__}s, e.g. default=({', '.join(['0' if elem is int else '0.0'] * n)})")
+        raise fail(op, where + ".default", f"{value!r} is not {n} values"[:200],
+                    f"give a tuple of {n} {elem.__name__}s, "
+                    f"e.g. default=({', '.join(['0' if elem is int else '0.0'] * n)})")
     return ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem)
                                                 for k, v in enumerate(value)))
 
@@ -300,18 +322,19 @@ def _scalar_default(op: str, where: str, value, t: type):
     """One default value checked against the kernel's C type (it is baked into calls and engines)."""
     if t is bool:
         if not isinstance(value, bool):
-            raise _fail(op, where, f"{value!r} is not a bool"[:200], "give True or False")
+            raise fail(op, where, f"{value!r} is not a bool"[:200], "give True or False")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (t is int and not isinstance(value, int)):
-        raise _fail(op, where, f"{value!r} is not {'an int' if t is int else 'a float'}"[:200],
+        raise fail(op, where, f"{value!r} is not {'an int' if t is int else 'a float'}"[:200],
                     f"give a Python {t.__name__}")
     if t is int:
         if not -(2**31) <= value < 2**31:
-            raise _fail(op, where, f"{value} does not fit the kernel's 32-bit C int", "give a value in [-2**31, 2**31-1]")
+            raise fail(op, where, f"{value} does not fit the kernel's 32-bit C int",
+                        "give a value in [-2**31, 2**31-1]")
         return value
     value = float(value)
     if not math.isfinite(value) or abs(value) > 3.4028234663852886e38:
-        raise _fail(op, where, f"{value} is not a finite 32-bit C float (a torch schema cannot hold inf or nan "
+        raise fail(op, where, f"{value} is not a finite 32-bit C float (a torch schema cannot hold inf or nan "
                     "defaults)", "give a finite default, or no default")
     return value
 
@@ -323,20 +346,21 @@ def _check_trailing_defaults(op: str, inputs) -> None:
         return
     for i, d in enumerate(inputs[first + 1:], start=first + 1):
         if not (isinstance(d, ScalarInput) and d.default is not None):
-            raise _fail(op, f"inputs[{i}] ({d.name!r})", f"has no default but comes after inputs[{first}] "
+            raise fail(op, f"inputs[{i}] ({d.name!r})", f"has no default but comes after inputs[{first}] "
                         f"({inputs[first].name!r}), which has one: a torch schema gives defaults to trailing "
                         "arguments only", "move the inputs with defaults to the end of inputs (the kernel's parameter "
                         "order, tensors then scalars, does not change), or give this one a default")
 
 
 def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
-    extras = _sequence(op, "extras", extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
+    extras = sequence(op, "extras", extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
     out = []
     for i, e in enumerate(extras):
         try:
             e = lift(e)
         except TypeError:
-            raise _fail(op, f"extras[{i}]", f"{e!r} is not a size expression", "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic on them") from None
+            raise fail(op, f"extras[{i}]", f"{e!r} is not a size expression",
+                        "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic on them") from None
         _check_expr(op, f"extras[{i}]", e, tnames, tensors, lo=-(2**31), hi=2**31 - 1, what="a C int extra",
                     scalars=scalars)
         out.append(e)
@@ -346,39 +370,46 @@ def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
 def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool, scalars=(),
              tp: Sequence[str] = ("T",)) -> list:
     if outputs is not None:
-        _sequence(op, "outputs", outputs, "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
+        sequence(op, "outputs", outputs,
+                  "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
     if outputs is None or len(outputs) == 0:
         if not has_meta_fn:
-            raise _fail(op, "outputs", "missing", "declare outputs=[ttk.OutputDecl(name, shape=ttk.SameAs('x'))], or pass meta_fn= (and eager_fn=/aot_fn=)")
+            raise fail(op, "outputs", "missing",
+                        "declare outputs=[ttk.OutputDecl(name, shape=ttk.SameAs('x'))], "
+                        "or pass meta_fn= (and eager_fn=/aot_fn=)")
         if not has_eager_fn:
-            raise _fail(op, "eager_fn", "missing: without declared outputs the eager launch cannot allocate them", "declare outputs, or pass eager_fn=")
+            raise fail(op, "eager_fn", "missing: without declared outputs the eager launch cannot allocate them",
+                        "declare outputs, or pass eager_fn=")
         return []
     seen = set(seen)
     for i, o in enumerate(outputs):
         where = f"outputs[{i}]"
         if not isinstance(o, OutputDecl):
-            raise _fail(op, where, f"expected OutputDecl, got {o!r}", "use ttk.OutputDecl(name, shape=...)")
+            raise fail(op, where, f"expected OutputDecl, got {o!r}", "use ttk.OutputDecl(name, shape=...)")
         why = _bad_identifier(o.name)
         if why:
-            raise _fail(op, where, f"name {o.name!r} is not a usable name: it {why}", "rename the output")
+            raise fail(op, where, f"name {o.name!r} is not a usable name: it {why}", "rename the output")
         if o.name in seen:
-            raise _fail(op, where, f"duplicate name {o.name!r}", "give every input and output a distinct name")
+            raise fail(op, where, f"duplicate name {o.name!r}", "give every input and output a distinct name")
         seen.add(o.name)
         _check_shape(op, where + ".shape", o.shape, tnames, tensors, scalars)
         if o.dtype_from is not None:
             if o.dtype_from not in tnames:
-                raise _fail(op, where + ".dtype_from", f"{o.dtype_from!r} names no tensor input (tensor inputs: {tnames})", "name a declared InputDecl")
+                raise fail(op, where + ".dtype_from",
+                            f"{o.dtype_from!r} names no tensor input (tensor inputs: {tnames})",
+                            "name a declared InputDecl")
         if isinstance(o.dtype, str):
             if o.dtype not in tp:
-                raise _fail(op, where + ".dtype", f"{o.dtype!r} names no type parameter (type_params={list(tp)})",
+                raise fail(op, where + ".dtype", f"{o.dtype!r} names no type parameter (type_params={list(tp)})",
                             "name one of type_params, or give a torch.dtype")
             if not any(_type_of(t, tp) == o.dtype for t in tensors):
-                raise _fail(op, where + ".dtype", f"type parameter {o.dtype!r} is the dtype of no tensor input",
+                raise fail(op, where + ".dtype", f"type parameter {o.dtype!r} is the dtype of no tensor input",
                             "give a torch.dtype, or declare an input of that type")
         elif o.dtype is not None and o.dtype not in _dt.SUPPORTED:
-            raise _fail(op, where + ".dtype", f"{o.dtype!r} is not supported", f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
+            raise fail(op, where + ".dtype", f"{o.dtype!r} is not supported",
+                        f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
         if o.dtype is not None and o.dtype_from is not None:
-            raise _fail(op, where, "both dtype and dtype_from are set", "set one of them")
+            raise fail(op, where, "both dtype and dtype_from are set", "set one of them")
     return list(outputs)
 
 
@@ -386,30 +417,30 @@ def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
     """``checks`` (:class:`SameShape` / :class:`SameDim`), checked and resolved."""
     fix = "pass a list, e.g. checks=[ttk.SameShape('x', 'y'), ttk.SameDim(('x', -1), ('w', 0))]"
     out = []
-    for i, c in enumerate(_sequence(op, "checks", checks if checks is not None else (), fix)):
+    for i, c in enumerate(sequence(op, "checks", checks if checks is not None else (), fix)):
         where = f"checks[{i}]"
         if isinstance(c, SameShape):
             if len(c.inputs) < 2:
-                raise _fail(op, where, f"{c!r} names {len(c.inputs)} input(s); a check relates two or more",
+                raise fail(op, where, f"{c!r} names {len(c.inputs)} input(s); a check relates two or more",
                             "name at least two tensor inputs, e.g. ttk.SameShape('x', 'y')")
             ts = tuple(resolve_tensor(op, where, r, tnames) for r in c.inputs)
             if len(set(ts)) != len(ts):
-                raise _fail(op, where, f"{c!r} names an input twice", "name each input once")
+                raise fail(op, where, f"{c!r} names an input twice", "name each input once")
             ranks = {tensors[t].ndim for t in ts if tensors[t].ndim is not None}
             if len(ranks) > 1:
-                raise _fail(op, where, f"{c!r}: the inputs are declared with different ndim {sorted(ranks)}, so their "
+                raise fail(op, where, f"{c!r}: the inputs are declared with different ndim {sorted(ranks)}, so their "
                             "shapes can never be equal", "fix the inputs' ndim, or relate single axes with ttk.SameDim")
             out.append(CheckSig(label=repr(c), kind="shape", tensors=ts, texts=tuple(tnames[t] for t in ts)))
         elif isinstance(c, SameDim):
             if len(c.operands) < 2:
-                raise _fail(op, where, f"{c!r} has {len(c.operands)} operand(s); a check relates two or more",
+                raise fail(op, where, f"{c!r} has {len(c.operands)} operand(s); a check relates two or more",
                             "give at least two, e.g. ttk.SameDim(('x', -1), ('w', 0))")
             exprs, texts = [], []
             for j, o in enumerate(c.operands):
                 w = f"{where}.operands[{j}]"
                 if isinstance(o, (tuple, list)):
                     if len(o) != 2:
-                        raise _fail(op, w, f"{o!r} is not an (input, axis) pair", "write (name, axis), e.g. ('x', -1)")
+                        raise fail(op, w, f"{o!r} is not an (input, axis) pair", "write (name, axis), e.g. ('x', -1)")
                     ref, axis = o
                     t = resolve_tensor(op, w, ref, tnames)
                     _check_axis(op, w, axis, tensors[t])
@@ -419,14 +450,15 @@ def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
                     try:
                         e = lift(o)
                     except TypeError:
-                        raise _fail(op, w, f"{o!r} is neither an (input, axis) pair nor a size expression",
-                                    "write (name, axis), e.g. ('x', -1), or a size expression like ttk.Numel('w')") from None
+                        raise fail(op, w, f"{o!r} is neither an (input, axis) pair nor a size expression",
+                                    "write (name, axis), e.g. ('x', -1), "
+                                    "or a size expression like ttk.Numel('w')") from None
                     texts.append(str(e))
                 _check_expr(op, w, e, tnames, tensors)
                 exprs.append(_resolve(e, tnames))
             out.append(CheckSig(label=repr(c), kind="dims", exprs=tuple(exprs), texts=tuple(texts)))
         else:
-            raise _fail(op, where, f"{c!r} is not a check", "use ttk.SameShape(...) or ttk.SameDim(...)")
+            raise fail(op, where, f"{c!r} is not a check", "use ttk.SameShape(...) or ttk.SameDim(...)")
     return tuple(out)
 
 
@@ -489,26 +521,27 @@ def _launches(g, names: Sequence[str], scalars: Sequence[ScalarInput] = ()):
 
 # ---------- the checks ----------
 
-def _sequence(op: str, where: str, value, fix: str) -> list:
+def sequence(op: str, where: str, value, fix: str) -> list:
     """``value`` as a list when it is a list or tuple (not a str, not a single item)."""
     if not isinstance(value, (list, tuple)):
-        raise _fail(op, where, f"expected a list or tuple, got {type(value).__name__} {value!r}"[:200], fix)
+        raise fail(op, where, f"expected a list or tuple, got {type(value).__name__} {value!r}"[:200], fix)
     return list(value)
 
 
-def _check_encodable(op: str, where: str, text: str) -> None:
+def check_encodable(op: str, where: str, text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise _fail(op, where, f"character {text[e.start]!r} at offset {e.start} cannot be encoded as UTF-8 "
+        raise fail(op, where, f"character {text[e.start]!r} at offset {e.start} cannot be encoded as UTF-8 "
                     "(a lone surrogate)", "remove or replace that character") from None
 
 
 def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
     if isinstance(axis, bool) or not isinstance(axis, int):
-        raise _fail(op, where, f"axis {axis!r} is not an int", "give an integer axis (negative counts from the end)")
+        raise fail(op, where, f"axis {axis!r} is not an int", "give an integer axis (negative counts from the end)")
     if decl.ndim is not None and not -decl.ndim <= axis < decl.ndim:
-        raise _fail(op, where, f"axis {axis} is out of range for input {decl.name!r} of ndim {decl.ndim}", f"use an axis in [{-decl.ndim}, {decl.ndim - 1}]")
+        raise fail(op, where, f"axis {axis} is out of range for input {decl.name!r} of ndim {decl.ndim}",
+                    f"use an axis in [{-decl.ndim}, {decl.ndim - 1}]")
 
 
 def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl], *,
@@ -525,34 +558,36 @@ def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Se
         elif isinstance(leaf, Scalar):
             _check_scalar_leaf(op, where, leaf, scalars)
         elif not isinstance(leaf, Const):
-            raise _fail(op, where, f"{leaf!r} is not a size expression node", "use ints, ttk.Numel, ttk.DimSize and arithmetic")
+            raise fail(op, where, f"{leaf!r} is not a size expression node",
+                        "use ints, ttk.Numel, ttk.DimSize and arithmetic")
     for node in _nodes(e):
         if isinstance(node, BinOp) and node.op in ("floordiv", "cdiv") and _const_value(node.rhs) == 0:
-            raise _fail(op, where, f"{e} divides by zero", "divide by a non-zero size")
+            raise fail(op, where, f"{e} divides by zero", "divide by a non-zero size")
     value = _const_value(e)
     if value is not None and ((lo is not None and value < lo) or (hi is not None and value > hi)):
-        raise _fail(op, where, f"{e} = {value} is out of range for {what} ([{lo}, {hi}])", f"use a value in [{lo}, {hi}]")
+        raise fail(op, where, f"{e} = {value} is out of range for {what} ([{lo}, {hi}])",
+                    f"use a value in [{lo}, {hi}]")
 
 
 def _check_scalar_leaf(op: str, where: str, leaf: Scalar, scalars: Sequence[ScalarInput]) -> None:
     """``Scalar(name)`` / ``Scalar(name)[i]`` reads an int scalar input / an element of an int tuple input."""
     names = [d.name for d in scalars]
     if leaf.input_name not in names:
-        raise _fail(op, where, f"{leaf} names no scalar input (scalar inputs: {names})",
+        raise fail(op, where, f"{leaf} names no scalar input (scalar inputs: {names})",
                     "name a declared ttk.ScalarInput of type int or (int, n)")
     d = scalars[names.index(leaf.input_name)]
     t, n = scalar_type(d), scalar_len(d)
     if leaf.index is not None and (isinstance(leaf.index, bool) or not isinstance(leaf.index, int)):
-        raise _fail(op, where, f"{leaf}: the index {leaf.index!r} is not an int", f"e.g. Scalar({d.name!r})[0]")
+        raise fail(op, where, f"{leaf}: the index {leaf.index!r} is not an int", f"e.g. Scalar({d.name!r})[0]")
     if t is not int:
-        raise _fail(op, where, f"{leaf} reads {d.name!r}, a {scalar_type_name(d)} input; sizes are ints",
+        raise fail(op, where, f"{leaf} reads {d.name!r}, a {scalar_type_name(d)} input; sizes are ints",
                     "declare it int or (int, n), or pass the size as an int scalar input")
     if n is None and leaf.index is not None:
-        raise _fail(op, where, f"{leaf}: {d.name!r} is a single int, not a tuple", f"write Scalar({d.name!r})")
+        raise fail(op, where, f"{leaf}: {d.name!r} is a single int, not a tuple", f"write Scalar({d.name!r})")
     if n is not None and leaf.index is None:
-        raise _fail(op, where, f"{leaf}: {d.name!r} is a tuple of {n} ints", f"index it, e.g. Scalar({d.name!r})[0]")
+        raise fail(op, where, f"{leaf}: {d.name!r} is a tuple of {n} ints", f"index it, e.g. Scalar({d.name!r})[0]")
     if n is not None and not -n <= leaf.index < n:
-        raise _fail(op, where, f"{leaf}: index {leaf.index} is out of range for {d.name!r} ({n} values)",
+        raise fail(op, where, f"{leaf}: index {leaf.index} is out of range for {d.name!r} ({n} values)",
                     f"use an index in [{-n}, {n - 1}]")
 
 
@@ -582,97 +617,113 @@ def _check_shape(op: str, where: str, shape, tnames, tensors, scalars=()) -> Non
         t = resolve_tensor(op, where, shape.input_idx, tnames)
         dims = tuple(shape.dims) if isinstance(shape.dims, (tuple, list)) else None
         if not dims:
-            raise _fail(op, where + ".dims", f"{shape.dims!r} is not a non-empty tuple of axes", "e.g. ReduceDims('x', (-1,))")
+            raise fail(op, where + ".dims", f"{shape.dims!r} is not a non-empty tuple of axes",
+                        "e.g. ReduceDims('x', (-1,))")
         for a in dims:
             _check_axis(op, where + ".dims", a, tensors[t])
         if not isinstance(shape.keepdim, bool):
-            raise _fail(op, where + ".keepdim", f"{shape.keepdim!r} is not a bool", "pass keepdim=True or False")
+            raise fail(op, where + ".keepdim", f"{shape.keepdim!r} is not a bool", "pass keepdim=True or False")
         if len(set(dims)) != len(dims):
-            raise _fail(op, where + ".dims", f"duplicate axes in {dims}", "list each reduced axis once")
+            raise fail(op, where + ".dims", f"duplicate axes in {dims}", "list each reduced axis once")
     elif isinstance(shape, (tuple, list)):
         for i, e in enumerate(shape):
             try:
                 e = lift(e)
             except TypeError:
-                raise _fail(op, f"{where}[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
+                raise fail(op, f"{where}[{i}]", f"{e!r} is not a size expression",
+                            "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
             _check_expr(op, f"{where}[{i}]", e, tnames, tensors, lo=0, hi=2**63 - 1, what="an output dimension",
                         scalars=scalars)
     else:
-        raise _fail(op, where, f"{shape!r} is not a shape", "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")
+        raise fail(op, where, f"{shape!r} is not a shape",
+                    "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")
 
 
 def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ...]:
     if isinstance(block, int) and not isinstance(block, bool):
         block = (block,)
     if not isinstance(block, (tuple, list)) or not block:
-        raise _fail(op, where, f"{block!r} is not a tuple of 1 to 3 positive ints", "e.g. block=(256,) or (16, 16)")
+        raise fail(op, where, f"{block!r} is not a tuple of 1 to 3 positive ints", "e.g. block=(256,) or (16, 16)")
     if len(block) > max_dims:
-        raise _fail(op, where, f"{len(block)} block dims given; CUDA blocks have at most {max_dims}", "use at most 3 dims")
+        raise fail(op, where, f"{len(block)} block dims given; CUDA blocks have at most {max_dims}",
+                    "use at most 3 dims")
     for b in block:
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
-            raise _fail(op, where, f"block entry {b!r} is not a positive int", "use positive ints")
+            raise fail(op, where, f"block entry {b!r} is not a positive int", "use positive ints")
     for i, (b, lim) in enumerate(zip(block, BLOCK_LIMITS)):
         if b > lim:
-            raise _fail(op, where, f"block {tuple(block)}: axis {'xyz'[i]} is {b}; CUDA allows at most {lim} there",
+            raise fail(op, where, f"block {tuple(block)}: axis {'xyz'[i]} is {b}; CUDA allows at most {lim} there",
                         "use a smaller block along that axis")
     total = 1
     for b in block:
         total *= b
     if total > MAX_THREADS_PER_BLOCK:
-        raise _fail(op, where, f"block {tuple(block)} has {total} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK} "
+        raise fail(op, where, f"block {tuple(block)} has {total} threads; CUDA allows at most {MAX_THREADS_PER_BLOCK} "
                     "per block", "use a smaller block")
     return tuple(block)
 
 
 def _check_geometry(op: str, g, outputs, tnames, tensors, scalars=()) -> None:
     if isinstance(g, Elementwise):
-        _sequence(op, "geometry.tactics", g.tactics, "list alternative blocks, e.g. tactics=((128,), (512,))")
+        sequence(op, "geometry.tactics", g.tactics, "list alternative blocks, e.g. tactics=((128,), (512,))")
         if g.layout not in ("flat", "nd"):
-            raise _fail(op, "geometry.layout", f"{g.layout!r} is not a layout", "use 'flat' or 'nd'")
+            raise fail(op, "geometry.layout", f"{g.layout!r} is not a layout", "use 'flat' or 'nd'")
         blocks = [("geometry.block", g.block)] + [(f"geometry.tactics[{i}]", b) for i, b in enumerate(g.tactics)]
         for where, b in blocks:
             b = _check_block(op, where, b)
             if g.layout == "flat" and len(b) != 1:
-                raise _fail(op, where, f"layout='flat' takes a 1-D block, got {b}", "use block=(n,) or layout='nd'")
+                raise fail(op, where, f"layout='flat' takes a 1-D block, got {b}", "use block=(n,) or layout='nd'")
             if len(b) != len(_check_block(op, "geometry.block", g.block)):
-                raise _fail(op, where, f"tactic block {b} has another rank than block {tuple(g.block)}", "give every tactic as many dims as block")
+                raise fail(op, where, f"tactic block {b} has another rank than block {tuple(g.block)}",
+                            "give every tactic as many dims as block")
     elif isinstance(g, Reduction):
         dims = tuple(g.reduce_dims) if isinstance(g.reduce_dims, (tuple, list)) else None
         if not dims:
-            raise _fail(op, "geometry.reduce_dims", f"{g.reduce_dims!r} is not a non-empty tuple of axes", "e.g. Reduction(reduce_dims=(-1,))")
+            raise fail(op, "geometry.reduce_dims", f"{g.reduce_dims!r} is not a non-empty tuple of axes",
+                        "e.g. Reduction(reduce_dims=(-1,))")
         for a in dims:
             if isinstance(a, bool) or not isinstance(a, int):
-                raise _fail(op, "geometry.reduce_dims", f"axis {a!r} is not an int", "give integer axes (negative counts from the end)")
+                raise fail(op, "geometry.reduce_dims", f"axis {a!r} is not an int",
+                            "give integer axes (negative counts from the end)")
         if len(set(dims)) != len(dims):
-            raise _fail(op, "geometry.reduce_dims", f"duplicate axes in {dims}", "list each axis once")
-        tactics = _sequence(op, "geometry.tactics", g.tactics, "list alternative block sizes, e.g. tactics=(128, 512)")
+            raise fail(op, "geometry.reduce_dims", f"duplicate axes in {dims}", "list each axis once")
+        tactics = sequence(op, "geometry.tactics", g.tactics, "list alternative block sizes, e.g. tactics=(128, 512)")
         for b in [g.block_size] + tactics:
             _check_block(op, "geometry.block_size", b, max_dims=1)
         outs = outputs or []
         if outs and isinstance(outs[0].shape, SameAs):
-            raise _fail(op, "geometry", "Reduction launches one block per element of outputs[0], but outputs[0] has the "
+            raise fail(op, "geometry",
+                        "Reduction launches one block per element of outputs[0], but outputs[0] has the "
                         "shape of an input (SameAs), so the blocks would reduce past the input's end",
-                        "give outputs[0] shape=ttk.ReduceDims(...) over the reduced axes, or use ttk.Elementwise / ttk.Custom")
+                        "give outputs[0] shape=ttk.ReduceDims(...) over the reduced axes, "
+                        "or use ttk.Elementwise / ttk.Custom")
         if outs and isinstance(outs[0].shape, ReduceDims) and tuple(outs[0].shape.dims) != dims:
-            raise _fail(op, "geometry.reduce_dims", f"{dims} differs from outputs[0].shape dims {tuple(outs[0].shape.dims)}", "reduce the same axes in both")
+            raise fail(op, "geometry.reduce_dims",
+                        f"{dims} differs from outputs[0].shape dims {tuple(outs[0].shape.dims)}",
+                        "reduce the same axes in both")
     elif isinstance(g, Custom):
         if not isinstance(g.grid, (tuple, list)) or not 1 <= len(g.grid) <= 3:
-            raise _fail(op, "geometry.grid", f"{g.grid!r} is not 1 to 3 size expressions", "e.g. grid=(ttk.cdiv(ttk.Numel('x'), 256),)")
+            raise fail(op, "geometry.grid", f"{g.grid!r} is not 1 to 3 size expressions",
+                        "e.g. grid=(ttk.cdiv(ttk.Numel('x'), 256),)")
         for i, e in enumerate(g.grid):
             try:
                 e = lift(e)
             except TypeError:
-                raise _fail(op, f"geometry.grid[{i}]", f"{e!r} is not a size expression", "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
-            _check_expr(op, f"geometry.grid[{i}]", e, tnames, tensors, lo=1, hi=GRID_LIMITS[i], what=f"CUDA grid axis {'xyz'[i]}",
-                        scalars=scalars)
+                raise fail(op, f"geometry.grid[{i}]", f"{e!r} is not a size expression",
+                            "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
+            _check_expr(op, f"geometry.grid[{i}]", e, tnames, tensors, lo=1, hi=GRID_LIMITS[i],
+                        what=f"CUDA grid axis {'xyz'[i]}", scalars=scalars)
         _check_block(op, "geometry.block", g.block)
         try:
             smem = lift(g.shared_mem)
         except TypeError:
-            raise _fail(op, "geometry.shared_mem", f"{g.shared_mem!r} is not a size expression", "use an int or a size expression") from None
+            raise fail(op, "geometry.shared_mem", f"{g.shared_mem!r} is not a size expression",
+                        "use an int or a size expression") from None
         _check_expr(op, "geometry.shared_mem", smem, tnames, tensors, lo=0, hi=MAX_SHARED_MEM,
                     what="dynamic shared memory per block (bytes)", scalars=scalars)
     elif callable(getattr(g, "fn", None)):
-        raise _fail(op, "geometry", "a Custom(fn) callback cannot be evaluated for eager and fake", "describe the launch with ttk.Custom(grid=..., block=..., shared_mem=...) or pass eager_fn= and aot_fn=")
+        raise fail(op, "geometry", "a Custom(fn) callback cannot be evaluated for eager and fake",
+                    "describe the launch with ttk.Custom(grid=..., block=..., shared_mem=...) "
+                    "or pass eager_fn= and aot_fn=")
     else:
-        raise _fail(op, "geometry", f"{g!r} is not a geometry", "use ttk.Elementwise, ttk.Reduction or ttk.Custom")
+        raise fail(op, "geometry", f"{g!r} is not a geometry", "use ttk.Elementwise, ttk.Reduction or ttk.Custom")

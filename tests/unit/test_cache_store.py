@@ -20,10 +20,10 @@ from unittest import mock
 
 import pytest
 
+from kernels import SIGMOID
+from support import counting_compile_cache
 from trt_kernels import cli
 from trt_kernels import compile as comp
-from support import counting_compile_cache
-from kernels import SIGMOID
 
 TESTS = Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
@@ -153,7 +153,7 @@ def test_no_single_bit_flip_is_trusted(cache):
     good = _compile()
     path = root / good.key / f"{ARCH}.bin"
     blob = path.read_bytes()
-    ident = comp._toolchain_id()
+    ident = comp.toolchain_id()
 
     def read():
         comp._MEMO.clear()
@@ -191,7 +191,7 @@ def test_lengths_moved_between_ptx_and_cubin_are_rejected(cache):
     assert blob.count(old) == 1 and len(new) == len(old)
     path.write_bytes(blob.replace(old, new))
     comp._MEMO.clear()
-    assert comp._lookup(good.key, ARCH, comp._toolchain_id()) is None
+    assert comp._lookup(good.key, ARCH, comp.toolchain_id()) is None
 
 
 def test_a_bad_entry_is_recompiled_and_rewritten_once_with_one_warning(cache, caplog):

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import recipe, registry
-from trt_kernels.fastpath import build_launcher
-from kernels import add_spec, rmsnorm_mixed_spec, sigmoid_spec, unique
+from kernels import add_spec, rmsnorm_mixed_spec, unique
 from test_fastpath import Recorder, StubKernel
 from test_spec_validation import expect
+from trt_kernels import recipe, registry
+from trt_kernels.fastpath import build_launcher
 
 F16, F32 = torch.float16, torch.float32
 
@@ -35,19 +35,23 @@ def meta(*shape, dtype=F32):
 # ---------- declarations ----------
 
 def test_check_declaration_errors():
-    expect(r"checks\[0\]: 'q' names no tensor input \(tensor inputs: \['a', 'b'\]\)", add_spec(checks=[ttk.SameShape("a", "q")]))
-    expect(r"checks\[0\]: SameShape\('a'\) names 1 input\(s\); a check relates two or more", add_spec(checks=[ttk.SameShape("a")]))
+    expect(r"checks\[0\]: 'q' names no tensor input \(tensor inputs: \['a', 'b'\]\)",
+           add_spec(checks=[ttk.SameShape("a", "q")]))
+    expect(r"checks\[0\]: SameShape\('a'\) names 1 input\(s\); a check relates two or more",
+           add_spec(checks=[ttk.SameShape("a")]))
     expect(r"checks\[0\]: SameShape\('a', 'a'\) names an input twice", add_spec(checks=[ttk.SameShape("a", "a")]))
     expect(r"checks\[0\]: .* declared with different ndim \[1, 2\]",
            add_spec(inputs=[ttk.InputDecl("a", ndim=1), ttk.InputDecl("b", ndim=2)]))
     expect(r"checks\[0\]: SameDim\(\('a', 0\)\) has 1 operand", add_spec(checks=[ttk.SameDim(("a", 0))]))
     expect(r"checks\[0\].operands\[1\]: axis 3 is out of range for input 'b' of ndim 2",
            add_spec(inputs=[ttk.InputDecl("a"), ttk.InputDecl("b", ndim=2)], checks=[ttk.SameDim(("a", 0), ("b", 3))]))
-    expect(r"checks\[0\].operands\[1\]: \('b',\) is not an \(input, axis\) pair", add_spec(checks=[ttk.SameDim(("a", 0), ("b",))]))
+    expect(r"checks\[0\].operands\[1\]: \('b',\) is not an \(input, axis\) pair",
+           add_spec(checks=[ttk.SameDim(("a", 0), ("b",))]))
     expect(r"checks\[0\].operands\[1\]: axis 'x' is not an int", add_spec(checks=[ttk.SameDim(("a", 0), ("b", "x"))]))
     expect(r"checks\[0\].operands\[1\]: 'b' is neither an \(input, axis\) pair nor a size expression",
            add_spec(checks=[ttk.SameDim(("a", 0), "b")]))
-    expect(r"checks\[0\].operands\[1\]: 'z' names no tensor input", add_spec(checks=[ttk.SameDim(("a", 0), ttk.Numel("z"))]))
+    expect(r"checks\[0\].operands\[1\]: 'z' names no tensor input",
+           add_spec(checks=[ttk.SameDim(("a", 0), ttk.Numel("z"))]))
     expect(r"checks\[1\]: 'a' is not a check", add_spec(checks=[ttk.SameShape("a", "b"), "a"]))
     expect(r"checks: expected a list or tuple", add_spec(checks=ttk.SameShape("a", "b")))
 
@@ -257,11 +261,12 @@ def test_converter_checks_static_sizes():
 
 def test_converter_refuses_before_adding_the_layer():
     from trt_kernels.converters import convert
+    from trt_kernels.plugins.qdp import attr_field
 
     name, kop = declare(add_spec())
     added = []
     net = types.SimpleNamespace(add_plugin=lambda *a, **k: added.append(a))
     with pytest.raises(ttk.InputError, match="must have equal shapes"):
         convert(kop, types.SimpleNamespace(net=net), (_ITensor((2, 3)), _ITensor((3, 2))), {}, "n",
-                get_trt_tensor=lambda ctx, v, n: v, plugin_op=lambda *a, **k: None, aot=True)
+                get_trt_tensor=lambda ctx, v, n: v, plugin_op=lambda *a, **k: None, aot=True, attr_field=attr_field)
     assert added == []

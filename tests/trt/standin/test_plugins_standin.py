@@ -11,12 +11,12 @@ import pytest
 import torch
 
 import trt_kernels as ttk
+from kernels import ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
 from trt_kernels import registry
 from trt_kernels.converters import convert, split_arguments
 from trt_kernels.expr import SizesEvaluator, evaluate
+from trt_kernels.plugins.qdp import attr_field, float_bits, register_plugin
 from trt_kernels.testing import _standin as standin
-from trt_kernels.plugins.qdp import float_bits, register_plugin
-from kernels import mixed_spec, ROW_SUM, SIN_COS, TEMPLATE_SIGMOID, row_sum_spec, scale_spec, sigmoid_spec, unique
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_int_scalar_out_of_range_is_refused(env):
     plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
     with pytest.raises(ttk.InputError, match=r"scalar 'k' = 4294967296 does not fit a 32-bit C int"):
         convert(kop, types.SimpleNamespace(net=net), (a, 1.0, a, 2**32, False), {}, "n",
-                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True, attr_field=attr_field)
     assert net.num_layers == 0
 
 
@@ -191,8 +191,9 @@ def test_override_without_aot_fn_is_jit(env):
     def meta(x: torch.Tensor) -> torch.Tensor:
         return torch.empty_like(x)
 
-    kop = declare(ttk.KernelSpec(kernel_source=TEMPLATE_SIGMOID.replace("template <typename T>", "").replace("T", "float")
-                                 .replace("tsig", "plain"), kernel_name="plain", inputs=[ttk.InputDecl("x")]),
+    kop = declare(ttk.KernelSpec(kernel_source=TEMPLATE_SIGMOID.replace("template <typename T>", "")
+                                 .replace("T", "float").replace("tsig", "plain"),
+                                 kernel_name="plain", inputs=[ttk.InputDecl("x")]),
                   meta_fn=meta, eager_fn=meta)
     res = build(env, kop, [(6,)], aot=False)
     assert not res.is_aot and res.output_shapes == [(6,)]
@@ -220,7 +221,7 @@ def test_converter_reorders_tensors_and_attributes(env):
     plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
     # FX passes ints for a float attribute at times: split_arguments converts to the declared type
     out = convert(kop, ctx, (a, 2, torch.ones(4)), {"k": 3, "flag": 1}, "node1",
-                  get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=True)
+                  get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=True, attr_field=attr_field)
     assert made == ["node1_b"]
     assert net.num_layers == 1
     layer = net.get_layer(0)
@@ -301,13 +302,13 @@ def test_tuple_attribute_from_a_python_tuple_and_the_converter(env):
     plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
     with pytest.raises(ttk.InputError, match=r"scalar 'pads'\[2\] = 4294967296 does not fit a 32-bit C int"):
         convert(kop, types.SimpleNamespace(net=net), (x, (0, 0, 2**32, 0)), {}, "n",
-                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True, attr_field=attr_field)
     with pytest.raises(ttk.InputError, match=r"scalar 'pads' takes 4 ints, got 3 values"):
         convert(kop, types.SimpleNamespace(net=net), (x, (0, 0, 1)), {}, "n",
-                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+                get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True, attr_field=attr_field)
     assert net.num_layers == 0
     out = convert(kop, types.SimpleNamespace(net=net), (x, [2, 2, 0, 1]), {}, "n",
-                  get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True)
+                  get_trt_tensor=lambda ctx, v, name: v, plugin_op=plugin_op, aot=True, attr_field=attr_field)
     assert net.num_layers == 1 and out is net.get_layer(0).get_output(0)
 
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import registry
-from trt_kernels.plugins.qdp import float_bits, register_plugin
-from trt_kernels.testing import _standin as standin
 from kernels import MIXED_COMBOS, add_spec, rmsnorm_mixed_spec, unique
+from trt_kernels import registry
+from trt_kernels.plugins.qdp import attr_field, float_bits, register_plugin
+from trt_kernels.testing import _standin as standin
 
 TRT = {torch.float16: "FP16", torch.bfloat16: "BF16", torch.float32: "FP32", torch.float64: None}
 NAMES = {torch.float16: "HALF", torch.bfloat16: "BF16", torch.float32: "FLOAT"}
@@ -83,8 +83,10 @@ def test_converter_checks_sizes_on_the_standin_network(env):
     plugin_op = getattr(getattr(env.trtp.op, kop.namespace), kop.name)
     ctx = types.SimpleNamespace(net=net)
     with pytest.raises(ttk.InputError, match=r"inputs 'a' \(\?, 5\) and 'b' \(\?, 4\) must have equal shapes"):
-        convert(kop, ctx, (a, b), {}, "n", get_trt_tensor=lambda c, v, n: v, plugin_op=plugin_op, aot=True)
+        convert(kop, ctx, (a, b), {}, "n", get_trt_tensor=lambda c, v, n: v, plugin_op=plugin_op, aot=True,
+                attr_field=attr_field)
     assert net.num_layers == 0
     b2 = net.add_input("b2", env.trt.float32, [-1, 5])
-    convert(kop, ctx, (a, b2), {}, "n", get_trt_tensor=lambda c, v, n: v, plugin_op=plugin_op, aot=True)
+    convert(kop, ctx, (a, b2), {}, "n", get_trt_tensor=lambda c, v, n: v, plugin_op=plugin_op, aot=True,
+            attr_field=attr_field)
     assert net.num_layers == 1
