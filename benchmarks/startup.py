@@ -26,7 +26,12 @@ runs (default 7), with min-max.
 Without CUDA the arch is given as TRT_KERNELS_ARCH=sm_90 (unless set already or --arch is
 passed), so declarations compile and read the cache as they would on an H100.
 
-Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json]
+``--old TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/old <commit>``): warm
+start only, fresh processes alternating between that tree and this one (each imports trt_kernels from
+its own tree, each with its own warm cache), medians side by side: for a change that must not slow the
+warm start down.
+
+Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json] [--old TREE]
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ with open("/proc/self/maps") as f:
 t1 = time.perf_counter()  # (after reading the maps: the probe's cost is not ours)
 import trt_kernels as ttk
 t2 = time.perf_counter()
+tree = os.environ.get("TTK_STARTUP_TREE")  # --old: the tree this child must import trt_kernels from
+assert tree is None or ttk.__file__.startswith(tree), (ttk.__file__, tree)
 sys.path.insert(0, sys.argv[1])
 import seed_specs
 t3 = time.perf_counter()
@@ -117,8 +124,10 @@ FLAGS = ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised",
 GOAL_MS = 15.0  # warm import + declare
 
 
-def run_child(env) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(HERE)], env=env, capture_output=True, text=True)
+def run_child(env, bench_dir: Path = HERE) -> dict:
+    # (run from the benchmarks folder: from the repository root, '' on sys.path would import its trt_kernels)
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(bench_dir)], env=env, capture_output=True, text=True,
+                       cwd=bench_dir)
     if r.returncode != 0:
         raise SystemExit(f"child failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("STARTUP ")][-1]
@@ -149,6 +158,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--arch", default=None, help="set TRT_KERNELS_ARCH for the children (default: only without CUDA)")
     ap.add_argument("--json", action="store_true", help="also print the raw medians as JSON")
+    ap.add_argument("--old", type=Path, default=None, metavar="TREE",
+                    help="warm start only, alternating with this earlier checkout of the repository")
     args = ap.parse_args()
 
     has_cuda = cuda_available()
@@ -176,6 +187,9 @@ def main() -> None:
     print(f"device {device} | torch {torch.__version__} | cuda-bindings {bindings} | nvidia-cuda-nvrtc {nvrtc} | "
           f"python {platform.python_version()}{note}")
 
+    if args.old is not None:
+        compare(args.old.resolve(), base, args.runs)
+        return
     warm, cold = [], []
     with tempfile.TemporaryDirectory() as tmp:
         warm_dir = os.path.join(tmp, "warm")
@@ -206,6 +220,29 @@ def main() -> None:
             print(f"| {k:28s} | {w[k]:>24s} | {c[k]:>24s} |")
     if args.json:
         print(json.dumps({"warm": w, "cold": c}))
+
+
+def compare(old: Path, base: dict, runs: int) -> None:
+    """Warm start of ``old`` and of this tree, fresh processes alternating, medians side by side."""
+    trees = {"old": old, "new": HERE.parent}
+    samples = {k: [] for k in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        envs = {k: dict(base, TRT_KERNELS_CACHE_DIR=os.path.join(tmp, k), TTK_STARTUP_TREE=str(t),
+                        PYTHONPATH=os.pathsep.join(filter(None, [str(t), base.get("PYTHONPATH")])))
+                for k, t in trees.items()}
+        for k, t in trees.items():
+            run_child(envs[k], t / "benchmarks")  # priming run: fills that tree's cache
+        for _ in range(runs):
+            for k, t in trees.items():
+                s = run_child(envs[k], t / "benchmarks")
+                samples[k].append(s["import trt_kernels"] + s["declare 7 seed ops"])
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    print()
+    print(f"warm start (import trt_kernels + declare 7 seed ops), ms, fresh processes alternating, {runs} runs each")
+    print(f"| {'tree':5s} | {'median':>7s} | {'min':>7s} | {'max':>7s} |")
+    for k, v in samples.items():
+        print(f"| {k:5s} | {med[k]:7.2f} | {min(v):7.2f} | {max(v):7.2f} |")
+    print(f"new / old: {med['new'] / med['old']:.3f}  (old: {old})")
 
 
 if __name__ == "__main__":

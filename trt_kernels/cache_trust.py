@@ -126,27 +126,33 @@ def dir_problem(path: Path, root: Path, owner: Optional[int] = None) -> Optional
     prob, real = _root_verdict(root, owners)
     if prob is not None or real is None:
         return prob
-    rp, pp = Path(root).parts, Path(path).parts
-    if pp[:len(rp)] != rp or ".." in pp[len(rp):]:
-        rp, pp = Path(os.path.abspath(root)).parts, Path(os.path.abspath(path)).parts
-        if pp[:len(rp)] != rp:
+    return _walk(real, _below(path, root), 0, owners, [0])[0]
+
+
+def _below(path: Path, root: Path) -> Tuple[str, ...]:
+    """The components of ``path`` below ``root`` (string operations: this runs for every entry read)."""
+    p, r = os.fspath(path), os.fspath(root).rstrip(os.sep)
+    if p != r and not p.startswith(r + os.sep):
+        p, r = os.path.abspath(p), os.path.abspath(r).rstrip(os.sep)
+        if p != r and not p.startswith(r + os.sep):
             raise ValueError(f"{path} is not under the cache root {root}")
-    return _walk(real, pp[len(rp):], 0, owners, [0])[0] if len(pp) > len(rp) else None
+    return tuple(c for c in p[len(r) + 1:].split(os.sep) if c and c != ".")
 
 
 _OWNERS: Dict[Tuple[int, Optional[int]], FrozenSet[int]] = {}
-_ROOTS: Dict[Tuple[Path, FrozenSet[int]], Tuple[tuple, Optional[Problem], Optional[str]]] = {}
+_ROOTS: Dict[Tuple[str, FrozenSet[int]], Tuple[tuple, Optional[Problem], Optional[str]]] = {}
 
 
 def _root_verdict(root: Path, owners: FrozenSet[int]) -> Tuple[Optional[Problem], Optional[str]]:
     """``(problem, real path of root)`` for the cache root and the directories above it (real path None
     where root is not there yet)."""
+    key = (os.fspath(root), owners)
     try:
-        st = os.stat(root)
+        st = os.stat(key[0])
         ident: Optional[tuple] = (st.st_dev, st.st_ino, st.st_uid, st.st_mode)
     except OSError:
         ident = None
-    hit = _ROOTS.get((root, owners))
+    hit = _ROOTS.get(key)
     if hit is not None and ident is not None and hit[0] == ident:
         return hit[1], hit[2]
     parts = Path(os.path.abspath(root)).parts
@@ -155,7 +161,7 @@ def _root_verdict(root: Path, owners: FrozenSet[int]) -> Tuple[Optional[Problem]
     if prob is None:
         prob, real = _walk(parts[0], parts[1:], len(parts) - 2, owners, [0])
     if ident is not None:
-        _ROOTS[(root, owners)] = (ident, prob, real)
+        _ROOTS[key] = (ident, prob, real)
     return prob, real
 
 
@@ -259,7 +265,7 @@ def _remove(pid: int, d: Path) -> None:
         shutil.rmtree(d, ignore_errors=True)  # loaded modules stay mapped
 
 
-_CHOSEN: Dict[Path, Tuple[Optional[Path], Optional[Problem]]] = {}
+_CHOSEN: Dict[str, Tuple[Optional[Path], Optional[Problem]]] = {}
 
 
 def choose(root: Path) -> Tuple[Optional[Path], Optional[Problem]]:
@@ -268,10 +274,10 @@ def choose(root: Path) -> Tuple[Optional[Path], Optional[Problem]]:
     every read still checks the root and the entry (:func:`dir_problem`, :func:`file_problem`), so a
     root that stops passing later is read from no more; only the move to the private directory waits
     for the next process."""
-    hit = _CHOSEN.get(root)
+    hit = _CHOSEN.get(os.fspath(root))
     if hit is None:
         prob = dir_problem(root, root)
-        hit = _CHOSEN.setdefault(root, (root, None) if prob is None else (private_dir(), prob))
+        hit = _CHOSEN.setdefault(os.fspath(root), (root, None) if prob is None else (private_dir(), prob))
     return hit
 
 
