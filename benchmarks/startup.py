@@ -27,9 +27,9 @@ Without CUDA the arch is given as TRT_KERNELS_ARCH=sm_90 (unless set already or 
 passed), so declarations compile and read the cache as they would on an H100.
 
 ``--old TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/old <commit>``): warm
-start only, fresh processes alternating between that tree and this one (each imports trt_kernels from
-its own tree, each with its own warm cache), medians side by side: for a change that must not slow the
-warm start down.
+start only, fresh processes alternating between that tree and this one in ABBA order (the second of two
+back-to-back processes was measured faster), each importing trt_kernels from its own tree with its own
+warm cache; medians side by side: for a change that must not slow the warm start down.
 
 Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json] [--old TREE]
 """
@@ -225,23 +225,28 @@ def main() -> None:
 def compare(old: Path, base: dict, runs: int) -> None:
     """Warm start of ``old`` and of this tree, fresh processes alternating, medians side by side."""
     trees = {"old": old, "new": HERE.parent}
+    phases = ("import trt_kernels", "declare 7 seed ops")
     samples = {k: [] for k in trees}
+    parts = {(k, p): [] for k in trees for p in phases}
     with tempfile.TemporaryDirectory() as tmp:
         envs = {k: dict(base, TRT_KERNELS_CACHE_DIR=os.path.join(tmp, k), TTK_STARTUP_TREE=str(t),
                         PYTHONPATH=os.pathsep.join(filter(None, [str(t), base.get("PYTHONPATH")])))
                 for k, t in trees.items()}
         for k, t in trees.items():
             run_child(envs[k], t / "benchmarks")  # priming run: fills that tree's cache
-        for _ in range(runs):
-            for k, t in trees.items():
+        for i in range(runs):
+            for k, t in (list(trees.items()) if i % 2 else list(trees.items())[::-1]):  # ABBA: no position bias
                 s = run_child(envs[k], t / "benchmarks")
-                samples[k].append(s["import trt_kernels"] + s["declare 7 seed ops"])
+                samples[k].append(sum(s[p] for p in phases))
+                for p in phases:
+                    parts[(k, p)].append(s[p])
     med = {k: statistics.median(v) for k, v in samples.items()}
     print()
     print(f"warm start (import trt_kernels + declare 7 seed ops), ms, fresh processes alternating, {runs} runs each")
-    print(f"| {'tree':5s} | {'median':>7s} | {'min':>7s} | {'max':>7s} |")
+    print(f"| {'tree':5s} | {'median':>7s} | {'min':>7s} | {'max':>7s} | {'import':>7s} | {'declare':>7s} |")
     for k, v in samples.items():
-        print(f"| {k:5s} | {med[k]:7.2f} | {min(v):7.2f} | {max(v):7.2f} |")
+        im, de = (statistics.median(parts[(k, p)]) for p in phases)
+        print(f"| {k:5s} | {med[k]:7.2f} | {min(v):7.2f} | {max(v):7.2f} | {im:7.2f} | {de:7.2f} |")
     print(f"new / old: {med['new'] / med['old']:.3f}  (old: {old})")
 
 

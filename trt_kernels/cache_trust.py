@@ -117,8 +117,9 @@ def dir_problem(path: Path, root: Path, owner: Optional[int] = None) -> Optional
     it by the strict one, following symbolic links. ``owner``: whose cache it is (default: you; a
     shared cache's owner). Components that do not exist yet pass.
 
-    The verdict on ``root`` and above is kept per process while ``root`` (followed) is the same directory
-    with the same owner and mode, so a lookup costs a ``stat`` per directory from the root down."""
+    The verdict on ``root`` and the directories above it is made once per process (:func:`forget` drops
+    it): only you or root can change a root whose parents passed, so a lookup costs an ``lstat`` per
+    directory below the root (the entry's own ``fstat`` is :func:`file_problem`'s)."""
     uid = me()
     owners = _OWNERS.get((uid, owner))
     if owners is None:
@@ -140,28 +141,23 @@ def _below(path: Path, root: Path) -> Tuple[str, ...]:
 
 
 _OWNERS: Dict[Tuple[int, Optional[int]], FrozenSet[int]] = {}
-_ROOTS: Dict[Tuple[str, FrozenSet[int]], Tuple[tuple, Optional[Problem], Optional[str]]] = {}
+_ROOTS: Dict[Tuple[str, FrozenSet[int]], Tuple[Optional[Problem], Optional[str]]] = {}
 
 
 def _root_verdict(root: Path, owners: FrozenSet[int]) -> Tuple[Optional[Problem], Optional[str]]:
-    """``(problem, real path of root)`` for the cache root and the directories above it (real path None
-    where root is not there yet)."""
+    """``(problem, real path of root)`` for the cache root and the directories above it, kept once made
+    (real path None where root is not there yet: judged again at the next look)."""
     key = (os.fspath(root), owners)
-    try:
-        st = os.stat(key[0])
-        ident: Optional[tuple] = (st.st_dev, st.st_ino, st.st_uid, st.st_mode)
-    except OSError:
-        ident = None
     hit = _ROOTS.get(key)
-    if hit is not None and ident is not None and hit[0] == ident:
-        return hit[1], hit[2]
-    parts = Path(os.path.abspath(root)).parts
+    if hit is not None:
+        return hit
+    parts = Path(os.path.abspath(key[0])).parts
     prob = _dir_problem(parts[0], os.lstat(parts[0]), len(parts) == 1, owners)
     real: Optional[str] = parts[0]
     if prob is None:
         prob, real = _walk(parts[0], parts[1:], len(parts) - 2, owners, [0])
-    if ident is not None:
-        _ROOTS[key] = (ident, prob, real)
+    if real is not None or prob is not None:
+        _ROOTS[key] = (prob, real)
     return prob, real
 
 
