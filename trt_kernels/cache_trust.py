@@ -117,17 +117,23 @@ def dir_problem(path: Path, root: Path, owner: Optional[int] = None) -> Optional
     it by the strict one, following symbolic links. ``owner``: whose cache it is (default: you; a
     shared cache's owner). Components that do not exist yet pass.
 
-    The verdict on ``root`` and the directories above it is made once per process (:func:`forget` drops
-    it): only you or root can change a root whose parents passed, so a lookup costs an ``lstat`` per
-    directory below the root (the entry's own ``fstat`` is :func:`file_problem`'s)."""
+    A directory that passes is not judged again in the process (:func:`forget` drops the verdicts): only
+    you or root can change or replace a directory that passes and whose parents pass, so a warm lookup
+    costs a dictionary look-up here (the entry's own ``fstat`` is :func:`file_problem`'s)."""
     uid = me()
     owners = _OWNERS.get((uid, owner))
     if owners is None:
         owners = _OWNERS.setdefault((uid, owner), frozenset((uid, 0) if owner is None else (uid, 0, owner)))
+    key = (os.fspath(path), os.fspath(root), owners)
+    if key in _PASSED:
+        return None
     prob, real = _root_verdict(root, owners)
     if prob is not None or real is None:
         return prob
-    return _walk(real, _below(path, root), 0, owners, [0])[0]
+    prob, real = _walk(real, _below(path, root), 0, owners, [0])
+    if prob is None and real is not None:
+        _PASSED.add(key)
+    return prob
 
 
 def _below(path: Path, root: Path) -> Tuple[str, ...]:
@@ -142,6 +148,7 @@ def _below(path: Path, root: Path) -> Tuple[str, ...]:
 
 _OWNERS: Dict[Tuple[int, Optional[int]], FrozenSet[int]] = {}
 _ROOTS: Dict[Tuple[str, FrozenSet[int]], Tuple[Optional[Problem], Optional[str]]] = {}
+_PASSED: set = set()  # (directory, root, owners) that passed, with every directory up to /
 
 
 def _root_verdict(root: Path, owners: FrozenSet[int]) -> Tuple[Optional[Problem], Optional[str]]:
@@ -308,6 +315,7 @@ def forget() -> None:
     with _LOCK:
         _SAID.clear()
         _ROOTS.clear()
+        _PASSED.clear()
         _CHOSEN.clear()
         d = _PRIVATE.pop(os.getpid(), None)
     if d is not None:
