@@ -49,7 +49,8 @@ class CudaSource(KernelSource):
 
     entry_point = "cuda_kernel_op"
     needs_arch = True
-    launch_from_build = False
+    shared_mem_from_build = False
+    aot_from_build = False
 
     def __init__(self, sig: Signature, spec: KernelSpec):
         self.sig = sig

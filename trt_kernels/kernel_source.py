@@ -108,8 +108,12 @@ class KernelSource:
     entry_point: str
     #: whether a build is per GPU arch (False: one build serves every device)
     needs_arch: bool
-    #: whether the launch's shared memory and TensorRT's AOT launch are known only once built (Triton)
-    launch_from_build: bool
+    #: whether the code's own dynamic shared memory is known only once built (Triton's ``metadata.shared``):
+    #: then the launch plan takes the largest over the op's dtypes for the arch
+    shared_mem_from_build: bool
+    #: whether TensorRT's AOT launch is possible is known only once built (Triton: a config's kernel may
+    #: have no AOT PTX, e.g. one that needs a scratch buffer)
+    aot_from_build: bool
     #: the arch the declaration pins (``arch_override``), or None
     arch_override: Optional[str]
 

@@ -273,7 +273,7 @@ class KernelOp:
         """The launch plan at input ``ranks`` for ``tactic``. Where the source knows the kernel's shared
         memory only once built (Triton), it is the largest over the op's dtypes for ``arch`` (default: the
         known arch; 0 while none is known: shapes alone need none)."""
-        arch = (arch or self.known_arch()) if self.source.launch_from_build else None
+        arch = (arch or self.known_arch()) if self.source.shared_mem_from_build else None
         key = (tuple(ranks), tactic, arch)
         p = self._plans.get(key)
         if p is None:
@@ -335,7 +335,7 @@ class KernelOp:
             return AotDecision(Aot.JIT, f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
                                         "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT "
                                         "plugin launch is not known to make")
-        if self.source.launch_from_build:
+        if self.source.aot_from_build:
             arch = self.known_arch()
             reason = self.binary(arch).aot_reason if arch is not None else None
             if reason:

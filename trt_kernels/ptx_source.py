@@ -23,7 +23,8 @@ class PtxSource(KernelSource):
 
     entry_point = "ptx_op"
     needs_arch = False
-    launch_from_build = False
+    shared_mem_from_build = False
+    aot_from_build = False
     arch_override = None
 
     @staticmethod

@@ -6,7 +6,7 @@ inputs, outputs, extras) and one signature. What Triton adds, and where it goes:
 - geometry: ``grid`` (size expressions, or ``grid(meta)`` returning them, as Triton's own
   ``kernel[grid]`` idiom) and block ``= num_warps * 32``: one ``Custom`` geometry per config, so
   the signature has one launch per tactic; dynamic shared memory is what Triton reports
-  (``metadata.shared``), known once built (``launch_from_build``).
+  (``metadata.shared``), known once built (``shared_mem_from_build``, ``aot_from_build``).
 - tactics: each :class:`TritonConfig` (constexprs, ``num_warps``, ``num_stages``) compiles to its
   own kernel; TensorRT times them (tactic ``k`` is config ``k - 1``), eager uses the first.
 - hidden parameters: Triton appends scratch pointers to the kernel's parameters
@@ -54,7 +54,8 @@ class TritonSource(KernelSource):
 
     entry_point = "triton_kernel_op"
     needs_arch = True
-    launch_from_build = True
+    shared_mem_from_build = True
+    aot_from_build = True
 
     def __init__(self, sig: Signature, fn, configs: Sequence[TritonConfig], constexpr_names: Sequence[str],
                  constexpr_defaults: Mapping[str, Any], options: Mapping[str, Any], arch_override: Optional[str]):
