@@ -116,10 +116,9 @@ def cache_root() -> Optional[Path]:
     root = cache_dir()
     if root is None:
         return None
-    using, prob = cache_trust.choose(root)
+    private, prob = cache_trust.choose(root)
     if prob is None:
         return root
-    private = using
     cache_trust.say_once(
         f"root:{root}", _LOG, "trt_kernels: the compile cache %s is not private to you: %s. Whoever can write there "
         "could make this process run their code (cached kernels are launched, cached modules loaded), so nothing "
