@@ -3,11 +3,12 @@
 Rows, all at 1K float32 elements, medians of 21 timed batches of 2000 calls, interleaved:
   torch.sigmoid                        the bar (goal: ours <= 1.3x this, and below CuPy)
   trt_kernels op, native kernel       torch.ops.kern_n.sigmoid(x) (the seed's case 1): the CUDA kernel torch
-                                       calls is trt_kernels' native one (trt_kernels/native.py)
+                                       calls is trt_kernels' native one (trt_kernels/eager/native.py)
   ... .default                         the OpOverload, as compiled graphs call it
   ... Python kernel + compiled launcher  the same op declared under native.disabled() (torch calls the Python
-                                       kernel), its launcher built with trt_kernels.launcher.using("compiled")
-  ... Python kernel + cuda.bindings    the same, with trt_kernels.launcher.using("python")
+                                       kernel), its launcher built with
+                                       trt_kernels.eager.compiled_launcher.using("compiled")
+  ... Python kernel + cuda.bindings    the same, with trt_kernels.eager.compiled_launcher.using("python")
   Triton op, the same three            x * alpha + 1 through triton_kernel_op (tests/triton_kernels.py),
                                        "not installed" without triton
   anchor launch method                 cuda.core ``launch`` with a stream wrapper built per call,
@@ -78,7 +79,8 @@ def _twin_rows(fns, mode, label, op, x, args, launched_by):
 
 
 def _built_with(op_name: str) -> set:
-    from trt_kernels import native, registry, torch_op
+    from trt_kernels import registry, torch_op
+    from trt_kernels.eager import native
 
     slot = torch_op.native_slot(op_name)
     if slot is not None and native.variants(slot):
@@ -96,7 +98,7 @@ def eager_rows():
 
     import cuda_kernel_op as ex  # the seed ops (kern_ex), for the anchor's method below
     import seed_specs
-    from trt_kernels import launcher, native
+    from trt_kernels.eager import compiled_launcher, native
 
     missing = {}
     dev = Device()
@@ -156,7 +158,7 @@ def eager_rows():
             ns, short = name.split("::")
             op = getattr(getattr(torch.ops, ns), short)
             try:
-                with launcher.using(kind):  # the launchers are built at the first call of each key
+                with compiled_launcher.using(kind):  # the launchers are built at the first call of each key
                     for t in (x, xi):
                         torch.testing.assert_close(op(t, *args), ref(t), atol=1e-6, rtol=1e-5)
                         torch.testing.assert_close(op.default(t, *args), ref(t), atol=1e-6, rtol=1e-5)
@@ -280,9 +282,9 @@ def main() -> None:
           f"{cuda.bindings.__version__} | nvrtc {nvrtc.nvrtcVersion()[1:]} | python {sys.version.split()[0]}")
     eager, missing = eager_rows()
     cold, warm = registration_rows()
-    from trt_kernels import launcher, native
+    from trt_kernels.eager import compiled_launcher, native
 
-    d = launcher.describe()
+    d = compiled_launcher.describe()
     print(f"compiled launcher of this process: {d['launcher']} ({d['reason']})")
     d = native.describe()
     print(f"native kernel of this process: {d['native']} ({d['reason']})")

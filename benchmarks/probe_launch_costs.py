@@ -17,7 +17,7 @@ import torch
 from cuda.bindings import driver as cu
 from cuda.bindings import nvrtc
 
-from trt_kernels.compile import compile_program
+from trt_kernels.sources.nvrtc import compile_program
 
 SRC = rb"""
 extern "C" __global__ void my_sigmoid(const float* __restrict__ x, int n, float* __restrict__ y) {
@@ -144,11 +144,11 @@ def main():
 
         rows.append(("cuLaunchKernel C entry point (ctypes)", bench(launch_raw)))
 
-    # the compiled launcher trt_kernels builds (trt_kernels/_claunch.c): converts the parameters on the
+    # the compiled launcher trt_kernels builds (trt_kernels/eager/_claunch.c): converts the parameters on the
     # stack and calls the same driver entry point, with no binding's argument conversion in between
-    from trt_kernels import launcher
+    from trt_kernels.eager import compiled_launcher
 
-    lau = launcher.prepare()
+    lau = compiled_launcher.prepare()
     print("compiled launcher:", lau.kind, "-", lau.reason)
     claunch, codes = (lau.launch, b"QiQ") if lau.kind == "compiled" else (None, None)
     if claunch is not None:

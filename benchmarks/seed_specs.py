@@ -1,6 +1,6 @@
 """The seed's seven ops, declared without touching a GPU, for the start-up benchmark and tests.
 
-The specs and kernels are ``trt_kernels._seed_cases``' (the seed as data). Case 6 keeps the
+The specs and kernels are ``trt_kernels.cli.seed_cases``' (the seed as data). Case 6 keeps the
 override path (``meta_fn`` / ``eager_fn``) but its eager function is written with torch ops
 instead of the seed's ``cuda.core`` launch, so that a first launch compiles nothing, and it
 has no ``aot_fn`` (nothing here builds an engine).
@@ -13,7 +13,7 @@ import dataclasses
 
 import torch
 
-from trt_kernels import _seed_cases as _sc
+from trt_kernels.cli import seed_cases as _sc
 
 CU_SIGMOID = _sc.CU_SIGMOID
 NAMES = tuple(c.name for c in _sc.CASES)

@@ -81,10 +81,10 @@ def nvrtc_mapped():
 
 def headers_looked_up():
     try:
-        from trt_kernels import toolchain
+        from trt_kernels.sources import toolchain
         return toolchain.headers_resolved()
-    except ImportError:  # before trt_kernels.toolchain existed
-        from trt_kernels import compile as c
+    except ImportError:  # before trt_kernels.sources.toolchain existed
+        from trt_kernels.sources import nvrtc as c
         return c._default_include_dirs.cache_info().currsize > 0
 
 res = {

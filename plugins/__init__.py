@@ -136,8 +136,7 @@ _CONVERTED: Dict[str, object] = {}  # op name -> the OpOverload its converter is
 
 def _check_redeclaration(kop, old) -> None:
     from trt_kernels.errors import SpecError
-
-    from .qdp import PluginBuilder
+    from trt_kernels.plugins.qdp import PluginBuilder
 
     with _LOCK:
         entry = _PLUGINS.get(kop.op_name)
@@ -164,8 +163,7 @@ def _forget_op(kop) -> None:
 
 def _register_op(kop) -> None:
     from trt_kernels.converters import register_converter
-
-    from .qdp import PluginBuilder, attr_field, register_plugin_builder
+    from trt_kernels.plugins.qdp import PluginBuilder, attr_field, register_plugin_builder
 
     trt, trtp = _STATE["_modules"]
     with _LOCK:

@@ -34,9 +34,8 @@ from trt_kernels.dtypes import trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
+from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
-
-from .shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 
 
 # Scalar inputs are plugin attributes annotated as one-element numpy arrays (float32 / int32), not

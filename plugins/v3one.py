@@ -38,10 +38,9 @@ import torch
 
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
+from trt_kernels.plugins.shapes import torch_dtype, trt_dtype
 from trt_kernels.registry import lookup
 from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_value
-
-from .shapes import torch_dtype, trt_dtype
 
 PLUGIN_VERSION = "2"
 _LOCK = threading.RLock()

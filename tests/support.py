@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def counting_compile_cache(root, monkeypatch):
     """Point the compile cache at ``root`` (enabled, empty memo) and count NVRTC compiles: returns the
     list that receives the source of every compile from now on."""
-    from trt_kernels import compile as comp
+    from trt_kernels.sources import nvrtc as comp
 
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
     monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)

@@ -6,8 +6,8 @@ quickly-deployable plugin whose ahead-of-time impl embeds the same
 NVRTC-compiled PTX, and a Torch-TensorRT converter.
 """
 
-from .api import cuda_kernel_op, ptx_op, triton_kernel_op, unregister
-from .errors import (
+from trt_kernels.api import cuda_kernel_op, ptx_op, triton_kernel_op, unregister
+from trt_kernels.errors import (
     CompileError,
     InputError,
     KernelABIError,
@@ -16,8 +16,8 @@ from .errors import (
     PtxVersionError,
     SpecError,
 )
-from .expr import DimSize, Numel, Scalar, cdiv, maximum, minimum
-from .spec import (
+from trt_kernels.expr import DimSize, Numel, Scalar, cdiv, maximum, minimum
+from trt_kernels.spec import (
     Custom,
     Elementwise,
     InputDecl,
@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     if name == "TritonConfig":  # the module imports without triton; triton is imported when an op is declared
-        from .triton_source import TritonConfig
+        from trt_kernels.sources.triton_source import TritonConfig
 
         return TritonConfig
     raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")

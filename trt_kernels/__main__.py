@@ -1,5 +1,5 @@
 """``python -m trt_kernels``: the ``trt-kernels`` command."""
 
-from .cli import main
+from trt_kernels.cli import main
 
 raise SystemExit(main())

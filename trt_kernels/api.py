@@ -11,12 +11,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
-from . import registry, torch_op
-from .cuda_source import CudaSource
-from .errors import SpecError
-from .op import KernelOp
-from .spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
-from .validate import parse_op_name, validate_signature
+from trt_kernels import registry, torch_op
+from trt_kernels.errors import SpecError
+from trt_kernels.op import KernelOp
+from trt_kernels.sources.cuda_source import CudaSource
+from trt_kernels.spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
+from trt_kernels.validate import parse_op_name, validate_signature
 
 _LOG = logging.getLogger("trt_kernels")
 _REPORTED_MISSING: list = []
@@ -115,7 +115,7 @@ def ptx_op(
     parse_op_name(op_name)
     _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
                      capability_validator=capability_validator)
-    from .ptx_source import PtxSource
+    from trt_kernels.sources.ptx_source import PtxSource
 
     ptx = PtxSource.check(op_name, ptx)
     if inputs is None and meta_fn is not None:
@@ -171,7 +171,7 @@ def triton_kernel_op(
     size relations between inputs (:class:`SameShape`, :class:`SameDim`). ``compile_options``: other
     ``triton.compile`` options (e.g. ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
     """
-    from .triton_source import declare
+    from trt_kernels.sources.triton_source import declare
 
     parse_op_name(op_name)
     _check_callables(op_name, backward=backward, setup_context=setup_context, capability_validator=capability_validator)
@@ -274,7 +274,7 @@ def _init_tensorrt_side() -> None:
                       " and ".join(missing))
         return
     try:
-        from .plugins import init
+        from trt_kernels.plugins import init
     except ImportError as e:  # a core installed without its plugins package
         _LOG.info("trt_kernels: TensorRT side unavailable: %s", e)
         return

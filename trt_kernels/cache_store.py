@@ -1,7 +1,7 @@
 """The disk cache's store: opaque entries, framed and checked, read and written safely.
 
-The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.compile` for
-NVRTC programs, :mod:`trt_kernels.triton_compile` for Triton kernels) that turns a payload into
+The store keeps bytes; each kind of entry has its own codec (:mod:`trt_kernels.sources.nvrtc` for
+NVRTC programs, :mod:`trt_kernels.sources.triton_compile` for Triton kernels) that turns a payload into
 a program and back, both through :func:`pack_payload` / :func:`unpack_payload`. Every entry on
 disk is framed by the store as::
 
@@ -13,9 +13,9 @@ bit anywhere in an entry (its header included) means a recompile, never a truste
 Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
 ``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` turns it off. Layout::
 
-    <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.compile)
-    <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.triton_compile)
-    <cache>/launcher/<64 hex><EXT_SUFFIX>       the compiled eager launcher (trt_kernels.launcher)
+    <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.sources.nvrtc)
+    <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.sources.triton_compile)
+    <cache>/launcher/<64 hex><EXT_SUFFIX>       the compiled eager launcher (trt_kernels.eager.compiled_launcher)
     <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
 
 Reads open regular files only (no FIFO, device or symbolic link; at most
@@ -45,8 +45,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Callable, Hashable, List, Optional, Set, Tuple, TypeVar
 
-from . import cache_trust
-from ._record import FACTORY, Record, plain_record
+from trt_kernels import cache_trust
+from trt_kernels._record import FACTORY, Record, plain_record
 
 T = TypeVar("T")
 V = TypeVar("V")

@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Tuple
 
-from ._record import Frozen, plain_record
+from trt_kernels._record import Frozen, plain_record
 
 SHARED_ENV = "TRT_KERNELS_SHARED_CACHE_DIR"
 #: Symbolic links followed on one path before it is refused (the kernel's own limit is 40).

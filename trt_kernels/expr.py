@@ -19,7 +19,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Optional, Sequence, Union
 
-from ._record import Frozen, record
+from trt_kernels._record import Frozen, record
 
 
 class Expr(Frozen):

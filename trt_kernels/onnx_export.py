@@ -83,11 +83,11 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 import torch
 
-from . import registry
-from .dtypes import SUPPORTED
-from .errors import OnnxExportError
-from .op import KernelOp
-from .signature import scalar_len, scalar_type, scalar_type_name
+from trt_kernels import registry
+from trt_kernels.dtypes import SUPPORTED
+from trt_kernels.errors import OnnxExportError
+from trt_kernels.op import KernelOp
+from trt_kernels.signature import scalar_len, scalar_type, scalar_type_name
 
 #: the plugin version of an op's ONNX-route plugin (``"1"`` is its plugin on the Torch-TensorRT route)
 PLUGIN_VERSION = "2"

@@ -2,7 +2,7 @@
 
 A :class:`KernelOp` is ``(signature, source, overrides)``: what the kernel takes
 (:class:`~trt_kernels.signature.Signature`), where its code comes from (a
-:class:`~trt_kernels.kernel_source.KernelSource`: CUDA C++, PTX or Triton) and the functions
+:class:`~trt_kernels.sources.kernel_source.KernelSource`: CUDA C++, PTX or Triton) and the functions
 the user gave in place of derived ones (``meta_fn``, ``eager_fn``, ``aot_fn``, ``backward``,
 ``setup_context``). Everything derived is computed lazily and memoized: the build (per arch),
 the plan (per input ranks and tactic), the loaded kernel (per dtype, arch and tactic). What the
@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
 
-from ._record import FACTORY, Frozen, plain_record, record_repr, replace
-from .compile import default_arch, env_arch, normalize_arch
-from .errors import NoCudaDeviceError, PtxVersionError
-from .expr import Const, Expr, binop
-from .kernel_source import Binary, KernelImage, KernelSource
-from .limits import STATIC_SHARED_MEM
-from .signature import Signature, scalar_len, scalar_type
+from trt_kernels._record import FACTORY, Frozen, plain_record, record_repr, replace
+from trt_kernels.errors import NoCudaDeviceError, PtxVersionError
+from trt_kernels.expr import Const, Expr, binop
+from trt_kernels.limits import STATIC_SHARED_MEM
+from trt_kernels.signature import Signature, scalar_len, scalar_type
+from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource
+from trt_kernels.sources.nvrtc import default_arch, env_arch, normalize_arch
 
 if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, not at declaration
-    from .launch import LoadedKernel, ParamPack
-    from .plan import LaunchPlan
-    from .recipe import LaunchRecipe
+    from trt_kernels.eager.driver import LoadedKernel, ParamPack
+    from trt_kernels.plan import LaunchPlan
+    from trt_kernels.recipe import LaunchRecipe
 
 #: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
 #: parameters and any compile error do not depend on it, and Hopper accepts every feature an
@@ -250,7 +250,7 @@ class KernelOp:
         key = (recipe.codes, len(recipe.scratch))
         pack = self._packs.get(key)
         if pack is None:
-            from .launch import ParamPack
+            from trt_kernels.eager.driver import ParamPack
 
             pack = self._packs.setdefault(key, ParamPack(recipe.codes, len(recipe.scratch)))
         return pack
@@ -262,7 +262,7 @@ class KernelOp:
         key = (kdt, tuple(ranks), tactic, arch)
         r = self._recipes.get(key)
         if r is None:
-            from .recipe import make
+            from trt_kernels.recipe import make
 
             plan = self.plan(tuple(ranks), tactic, arch)
             r = self._recipes.setdefault(key, make(self.sig, kdt, plan, self.image(kdt, plan.tactic, arch)))
@@ -277,7 +277,7 @@ class KernelOp:
         key = (tuple(ranks), tactic, arch)
         p = self._plans.get(key)
         if p is None:
-            from .plan import build_plan
+            from trt_kernels.plan import build_plan
 
             p = build_plan(self.sig, ranks, tactic)
             if arch is not None:
@@ -294,7 +294,7 @@ class KernelOp:
         ranks = tuple(ranks) if ranks else tuple(d.ndim or 1 for d in self.sig.tensor_decls)
         outs = self._meta.get(ranks)
         if outs is None:
-            from .symbolic import meta_outputs
+            from trt_kernels.symbolic import meta_outputs
 
             one = {float: 1.0, int: 1, bool: True}
             scalars = [one[scalar_type(d)] if scalar_len(d) is None else (one[scalar_type(d)],) * scalar_len(d)
@@ -353,7 +353,7 @@ class KernelOp:
         k = b.kernel(dtype, tactic)
         if k.aot_ptx is None:
             raise PtxVersionError(f"{self.op_name}: {b.aot_reason}")
-        from .launch import driver_version
+        from trt_kernels.eager.driver import driver_version
 
         note = self.source.ptx_note(b, driver_version())
         if note:
@@ -373,7 +373,7 @@ class KernelOp:
         key = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic)
         lk = self._loaded.get(key)
         if lk is None:
-            from .launch import LoadedKernel
+            from trt_kernels.eager.driver import LoadedKernel
 
             # the code's own need (Triton's shared memory), the largest over the dtypes, is what launches pass
             need = max(b.kernel(d, tactic).shared_mem for d in self.dtypes)

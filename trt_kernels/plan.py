@@ -14,9 +14,9 @@ from typing import Any, Optional, Sequence, Tuple
 
 import torch
 
-from ._record import Frozen, plain_record
-from .errors import InputError
-from .expr import (
+from trt_kernels._record import Frozen, plain_record
+from trt_kernels.errors import InputError
+from trt_kernels.expr import (
     BinOp,
     Const,
     Dim,
@@ -31,8 +31,8 @@ from .expr import (
     product,
     resolve,
 )
-from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
-from .signature import Signature
+from trt_kernels.limits import GRID_LIMITS, INT32_MAX, INT64_MAX
+from trt_kernels.signature import Signature
 
 
 @plain_record

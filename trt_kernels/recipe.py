@@ -7,9 +7,9 @@ block, shared memory; :attr:`LaunchRecipe.eager` is the same with each expressio
 readers evaluate, :func:`trt_kernels.expr.lower`) and the pointers the compiler appended (scratch). Its
 readers:
 
-- the generated Python launcher (:func:`trt_kernels.fastpath.launcher_parts`), which writes the
+- the generated Python launcher (:func:`trt_kernels.eager.fastpath.launcher_parts`), which writes the
   parameters out as Python;
-- the native kernel (:func:`trt_kernels.native.encode`), which encodes them as data;
+- the native kernel (:func:`trt_kernels.eager.native.encode`), which encodes them as data;
 - :func:`trt_kernels.torch_op.launch_into` (TensorRT's JIT plugin, the replays), through :meth:`values`;
 - the TensorRT plugins' AOT impl, through :meth:`aot_extras`.
 
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
-from ._record import Frozen, plain_record
+from trt_kernels._record import Frozen, plain_record
 
 if TYPE_CHECKING:
-    from .kernel_source import KernelImage
-    from .plan import LaunchPlan
-    from .signature import Param, Signature
+    from trt_kernels.plan import LaunchPlan
+    from trt_kernels.signature import Param, Signature
+    from trt_kernels.sources.kernel_source import KernelImage
 
 #: where a parameter's value comes from (``Param.role``), each a case of every reader
 ROLES = ("input", "scalar", "extra", "output")

@@ -7,7 +7,7 @@ import contextlib
 import threading
 from typing import Callable, Dict, List, Optional
 
-from .op import CHECK_ARCH, KernelOp  # noqa: F401 - re-exported: where callers have always found them
+from trt_kernels.op import CHECK_ARCH, KernelOp  # noqa: F401 - re-exported: where callers have always found them
 
 _REGISTRY: Dict[str, KernelOp] = {}
 _REG_LOCK = threading.RLock()

@@ -8,7 +8,7 @@ ABI). The plan, the ABI check, the fake impl, the fast path, the TensorRT plugin
 CLI read it and never look names up again. (These are frozen records, :mod:`trt_kernels._record`:
 a ``@dataclass(frozen=True)`` cost about 0.4 ms of every ``import trt_kernels`` to generate its methods, a
 ``NamedTuple`` with string annotations about 0.3 ms, a record about 0.03 ms.) Where the kernel's *code* comes from
-(CUDA C++, PTX, Triton) is a separate object, a :class:`~trt_kernels.kernel_source.KernelSource`.
+(CUDA C++, PTX, Triton) is a separate object, a :class:`~trt_kernels.sources.kernel_source.KernelSource`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from . import dtypes as _dt
-from ._record import Frozen, plain_record
-from .expr import Const, Expr
-from .spec import InputDecl, ScalarInput
+from trt_kernels import dtypes as _dt
+from trt_kernels._record import Frozen, plain_record
+from trt_kernels.expr import Const, Expr
+from trt_kernels.spec import InputDecl, ScalarInput
 
 
 @plain_record
@@ -71,7 +71,7 @@ def scalar_type_name(d: ScalarInput) -> str:
 def scalar_value(op: str, d: ScalarInput, value: Any) -> Any:
     """``value`` as the input's Python type (a tuple of them for a tuple input); :class:`InputError`
     naming the op and the argument for a tuple of the wrong length or a value of the wrong kind."""
-    from .errors import InputError
+    from trt_kernels.errors import InputError
 
     t, n = scalar_type(d), scalar_len(d)
     if n is None:
@@ -244,7 +244,7 @@ class Signature(Frozen):
         kdt = self.kernel_dtype_of(in_dtypes)
         if kdt is not None:
             return kdt
-        from .errors import InputError
+        from trt_kernels.errors import InputError
 
         chosen = ", ".join(f"{n}: {_dt.short(dt) if isinstance(dt, torch.dtype) else 'a type torch lacks'}"
                            for n, d, dt in zip(self.tensor_names, self.tensor_decls, in_dtypes)

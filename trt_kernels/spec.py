@@ -17,8 +17,8 @@ from typing import Any, List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._record import FACTORY, Frozen, Record, record
-from .expr import Expr
+from trt_kernels._record import FACTORY, Frozen, Record, record
+from trt_kernels.expr import Expr
 
 # ---------- output shape relations ----------
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from . import dtypes as _dt
-from . import registry
+from trt_kernels import dtypes as _dt
+from trt_kernels import registry
 
 
 def trt_state() -> Dict[str, str]:
     """Ask the TensorRT side (``trt_kernels.plugins``) for its state without importing tensorrt here."""
     try:
-        from .plugins import tensorrt_status  # the boundary that may import tensorrt
+        from trt_kernels.plugins import tensorrt_status  # the boundary that may import tensorrt
     except ImportError as e:  # the plugins package is missing or older than this core
         return {"available": "no", "reason": f"trt_kernels.plugins unavailable ({e})"}
     return tensorrt_status()
@@ -53,7 +53,7 @@ def format_status() -> str:
              + (f" [{trt['backend']}]" if trt.get("backend") else "")]
     if trt.get("notes"):
         lines.append(f"    note: {trt['notes']}")
-    from .cache_store import trust
+    from trt_kernels.cache_store import trust
 
     tr = trust()
     if tr["cache"] is None:
@@ -66,11 +66,11 @@ def format_status() -> str:
     if tr["shared"]:
         lines.append(f"shared cache: {tr['shared']}, read-only"
                      + (f", NOT TRUSTED ({tr['shared_problem']})" if tr["shared_problem"] else ""))
-    from .launcher import describe
+    from trt_kernels.eager.compiled_launcher import describe
 
     lau = describe()
     lines.append(f"eager launcher: {lau['launcher']} ({lau['reason']})")
-    from .native import describe as native_describe
+    from trt_kernels.eager.native import describe as native_describe
 
     nat = native_describe()
     lines.append(f"native eager kernel: {nat['native']} ({nat['reason']})")

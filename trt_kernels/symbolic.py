@@ -14,8 +14,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
-from .errors import SpecError
-from .expr import Const, Dim, Expr, binop
+from trt_kernels.errors import SpecError
+from trt_kernels.expr import Const, Dim, Expr, binop
 
 
 @dataclass(frozen=True)

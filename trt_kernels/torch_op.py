@@ -17,13 +17,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from . import dtypes as _dt
-from ._record import FACTORY, Record, plain_record
-from .dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
-from .errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
-from .expr import ShapeEvaluator, evaluate
-from .op import KernelOp
-from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_type_name, scalar_value
+from trt_kernels import dtypes as _dt
+from trt_kernels._record import FACTORY, Record, plain_record
+from trt_kernels.eager.dispatcher import build_dispatcher, new_shell, release_dispatcher, retarget
+from trt_kernels.errors import InputError, NoCudaDeviceError, SpecError, UnregisteredOpError
+from trt_kernels.expr import ShapeEvaluator, evaluate
+from trt_kernels.op import KernelOp
+from trt_kernels.signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 
 def build_schema(kop: KernelOp) -> str:
@@ -194,7 +194,7 @@ def check_sizes(kop: KernelOp, plan, ts: Sequence[Any], scalars: Sequence[Any] =
     if not plan.checks:
         return
     shapes = [tuple(t.shape) for t in ts]
-    from .plan import check_message, concrete
+    from trt_kernels.plan import check_message, concrete
 
     if all(type(d) is int for s in shapes for d in s):
         concrete(plan, shapes, kop.sig.tensor_names, scalars)
@@ -250,7 +250,7 @@ def make_fake_impl(kop: KernelOp):
         static = all(type(d) is int for s in shapes for d in s) and \
             all(type(v) is not torch.SymInt for s in scalars for v in (s if isinstance(s, (list, tuple)) else (s,)))
         if static:  # static sizes: the eager launch's checks, here too
-            from .plan import concrete
+            from trt_kernels.plan import concrete
 
             out_shapes = concrete(plan, shapes, kop.sig.tensor_names, scalars, snames).outputs
         else:
@@ -309,7 +309,7 @@ def make_cpu_impl(kop: KernelOp):
 def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     """The eager CUDA kernel: look up (or build) the launcher for the inputs' dtype and ranks.
 
-    Launchers are specialized functions from :mod:`trt_kernels.fastpath`; building one checks
+    Launchers are specialized functions from :mod:`trt_kernels.eager.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
     tpos = kop.sig.tensor_pos
@@ -331,14 +331,16 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
         with lock:
             fn = entries.get(key)
             if fn is None:
-                from .fastpath import build_launcher  # (with the CUDA launch modules) at the first launch
+                from trt_kernels.eager.fastpath import (
+                    build_launcher,  # (with the CUDA launch modules) at the first launch
+                )
 
                 kernel = kop.loaded_kernel(kdt, dev)
                 fn = build_launcher(kop, recipe, kernel)
                 entries[key] = fn
                 slot = definition.native if definition is not None else None
                 if slot is not None:  # the native kernel launches this key from now on
-                    from . import native
+                    from trt_kernels.eager import native
 
                     kernel.handle(dev)
                     native.add_variant(slot, kop, key, recipe, kernel)
@@ -381,9 +383,9 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     tactic = min(max(int(tactic or 1), 1), kop.tactics)
     ranks = tuple(t.dim() for t in tensors)
     plan = kop.plan(ranks, tactic)
-    from .fastpath import relaunch, scalar_error, scratch_buffers, unwritten_error
-    from .launch import driver
-    from .plan import concrete
+    from trt_kernels.eager.driver import driver
+    from trt_kernels.eager.fastpath import relaunch, scalar_error, scratch_buffers, unwritten_error
+    from trt_kernels.plan import concrete
 
     # the sizes first: a size check or an out-of-range size raises before anything is built or loaded
     sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
@@ -537,7 +539,7 @@ def _foreign(op_name: str) -> bool:
 
 def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
     """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd). The CUDA
-    kernel is the native one where it can be had (:mod:`trt_kernels.native`, with the shell behind
+    kernel is the native one where it can be had (:mod:`trt_kernels.eager.native`, with the shell behind
     it), else the shell."""
     ns, name = kop.namespace, kop.name
     lib = torch.library.Library(ns, "FRAGMENT")
@@ -564,7 +566,7 @@ def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
 
 
 def native_slot(op_name: str):
-    """The native kernel's slot of an op this package defined (:mod:`trt_kernels.native`), or None
+    """The native kernel's slot of an op this package defined (:mod:`trt_kernels.eager.native`), or None
     where torch calls its Python kernel."""
     d = _DEFS.get(op_name)
     return d.native if d is not None else None
@@ -572,17 +574,17 @@ def native_slot(op_name: str):
 
 def _native_register(kop: KernelOp, shell) -> Optional[int]:
     """The native kernel's slot for ``kop``'s new definition, or None (register ``shell``). A torch
-    without CUDA launches nothing: trt_kernels.native is not even imported then."""
+    without CUDA launches nothing: trt_kernels.eager.native is not even imported then."""
     if torch.version.cuda is None:
         return None
-    from . import native
+    from trt_kernels.eager import native
 
     return native.register(kop, shell)
 
 
 def _drop_native(d: _Definition) -> None:
     if d.native is not None:
-        from . import native
+        from trt_kernels.eager import native
 
         native.release(d.native)
         d.native = None
@@ -639,7 +641,7 @@ def register(kop: KernelOp) -> None:
         d.kernel_lib = _register_kernels(d, kop, autograd)
         d.autograd = autograd
     if d.native is not None:  # its launches become native as this declaration's launchers are built
-        from . import native
+        from trt_kernels.eager import native
 
         native.reset(d.native, kop)
     kop.library = d.kernel_lib
@@ -657,7 +659,7 @@ def unregister(kop: KernelOp) -> None:
     for box in d.boxes.values():
         box[0] = None
     if d.native is not None:
-        from . import native
+        from trt_kernels.eager import native
 
         native.reset(d.native, None)
     release_dispatcher(d.shell, d.why, UnregisteredOpError)

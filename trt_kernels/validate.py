@@ -16,13 +16,27 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
-from . import dtypes as _dt
-from ._record import replace
-from .errors import SpecError
-from .expr import INT_OPS, BinOp, Const, Dim, DimSize, Expr, Numel, NumelOf, Scalar, ScalarOf, leaves, lift, resolve
-from .limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
-from .signature import CheckSig, LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
-from .spec import (
+from trt_kernels import dtypes as _dt
+from trt_kernels._record import replace
+from trt_kernels.errors import SpecError
+from trt_kernels.expr import (
+    INT_OPS,
+    BinOp,
+    Const,
+    Dim,
+    DimSize,
+    Expr,
+    Numel,
+    NumelOf,
+    Scalar,
+    ScalarOf,
+    leaves,
+    lift,
+    resolve,
+)
+from trt_kernels.limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
+from trt_kernels.signature import CheckSig, LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
+from trt_kernels.spec import (
     Custom,
     Elementwise,
     InputDecl,

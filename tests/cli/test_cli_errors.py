@@ -127,13 +127,13 @@ def test_compile_json_success_says_ok(tmp_path, capsys):
 
 
 def test_doctor_and_selftest_json_print_a_document_when_they_fail_early(capsys, monkeypatch):
-    from trt_kernels import _cli_doctor, _cli_selftest
+    from trt_kernels.cli import doctor, selftest
 
     def boom(*a, **k):
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(_cli_doctor, "gather", boom)
-    monkeypatch.setattr(_cli_selftest, "selftest", boom)
+    monkeypatch.setattr(doctor, "gather", boom)
+    monkeypatch.setattr(selftest, "selftest", boom)
     for cmd, schema in (("doctor", "trt-kernels.doctor/1"), ("selftest", "trt-kernels.selftest/1")):
         assert main([cmd, "--json"]) == 1
         cap = capsys.readouterr()
@@ -174,7 +174,7 @@ def test_inspect_rank_checked_against_the_selected_op_only(tmp_path, capsys):
 
 
 def _nvrtc_archs():
-    from trt_kernels.compile import nvrtc_supported_archs
+    from trt_kernels.sources.nvrtc import nvrtc_supported_archs
 
     return nvrtc_supported_archs()
 
@@ -202,11 +202,11 @@ def test_unsupported_arch_from_the_environment(tmp_path, capsys, monkeypatch):
 
 
 def test_doctor_reads_nvrtc_archs_through_the_shared_helper(monkeypatch):
-    from trt_kernels import _cli_doctor
-    from trt_kernels import compile as _compile
+    from trt_kernels.cli import doctor
+    from trt_kernels.sources import nvrtc as _compile
 
     monkeypatch.setattr(_compile, "nvrtc_supported_archs", lambda: (80, 90))
-    assert _cli_doctor.gather()["nvrtc_archs"] == [80, 90]
+    assert doctor.gather()["nvrtc_archs"] == [80, 90]
 
 
 # ---------------- 5, 6: --version, --help ----------------

@@ -14,7 +14,7 @@ Every command runs in a subprocess (``python -m trt_kernels ...``) with its own 
 are started together (they are independent) to keep the file fast.
 
 ``selftest`` has no per-source test: it runs the seed's seven ``cuda_kernel_op`` cases
-(``trt_kernels/_seed_cases.py``) and takes no module; on CPU every row is skipped
+(``trt_kernels/cli/seed_cases.py``) and takes no module; on CPU every row is skipped
 (``tests/test_cli_tools.py::test_selftest_on_cpu_skips_every_row_with_a_reason``). ``doctor`` takes
 no module either and has no check per source: one test below.
 """
@@ -106,7 +106,8 @@ BLOCK = {"cuda": [256, 1, 1], "ptx": [128, 1, 1], "triton": [128, 1, 1]}  # Trit
 # a fresh process that declares the ops for ARCH with the cache `compile` filled: which compilers ran
 PROBE = """
 import json, runpy, sys
-from trt_kernels import compile as comp, registry
+from trt_kernels.sources import nvrtc as comp
+from trt_kernels import registry
 
 calls = {"nvrtc": 0, "triton": 0}
 real_nvrtc = comp._nvrtc_compile
@@ -232,7 +233,7 @@ def _module_text(source: str, ns: str) -> str:
     if source == "cuda":
         text = CUDA_FILE
     elif source == "ptx":
-        from trt_kernels.compile import compile_program
+        from trt_kernels.sources.nvrtc import compile_program
 
         prog = compile_program(PTX_KERNEL, ["ps_ptx_axpb"], arch=ARCH, label="per-source ptx_op test")
         assert prog.lowered == {"ps_ptx_axpb": "ps_ptx_axpb"}

@@ -8,7 +8,7 @@ import pytest
 import trt_kernels as ttk
 from kernels import sigmoid_spec, unique
 from trt_kernels.cli import main
-from trt_kernels.ptxcheck import check_ptx_for_driver, ptx_loadable_note
+from trt_kernels.sources.ptxcheck import check_ptx_for_driver, ptx_loadable_note
 from trt_kernels.status import status
 
 

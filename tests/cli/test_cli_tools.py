@@ -10,15 +10,13 @@ import textwrap
 import pytest
 import torch
 
-from trt_kernels import _cli_doctor as doctor
-from trt_kernels import _cli_selftest as selftest
-from trt_kernels.cli import main
+from trt_kernels.cli import doctor, main, selftest
 
 HAS_CUDA = torch.cuda.is_available()
 
 SEED_FILE = """
-from trt_kernels import _seed_cases
-_seed_cases.declare({ns!r})
+from trt_kernels.cli import seed_cases
+seed_cases.declare({ns!r})
 """
 
 BAD_FILE = """
@@ -400,10 +398,11 @@ def test_selftest_source_cases_declare_and_trace_without_a_gpu():
     GPU), each through its own entry point, and their fake impls agree with the references on meta tensors."""
     import importlib.util
 
-    from trt_kernels import _seed_cases, registry
+    from trt_kernels import registry
+    from trt_kernels.cli import seed_cases
 
     ns = "ttk_selftest_sources_cpu"
-    declared = {c.name: c for c in _seed_cases.declare(ns, _seed_cases.SOURCE_CASES)}
+    declared = {c.name: c for c in seed_cases.declare(ns, seed_cases.SOURCE_CASES)}
     want = {"ptx_sigmoid": "ptx_op"}
     if importlib.util.find_spec("triton") is not None:
         want["triton_scale"] = "triton_kernel_op"
@@ -411,7 +410,7 @@ def test_selftest_source_cases_declare_and_trace_without_a_gpu():
     for name, c in declared.items():
         assert registry.get(c.op_name(ns)).source.entry_point == want[name]
         tensors, scalars = c.make_inputs(torch.device("meta"))
-        out, ref = _seed_cases.op(c, ns)(*tensors, *scalars), c.reference(*tensors, *scalars)
+        out, ref = seed_cases.op(c, ns)(*tensors, *scalars), c.reference(*tensors, *scalars)
         assert out.shape == ref.shape and out.dtype == ref.dtype and out.device.type == "meta"
 
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 
-from trt_kernels import _cli_selftest as selftest
-from trt_kernels import _seed_cases as sc
+from trt_kernels.cli import seed_cases as sc
+from trt_kernels.cli import selftest
 
 
 @pytest.mark.trt_emulated  # its emulated-Torch-TensorRT column runs that tier (in a child process)

@@ -14,7 +14,7 @@ import trt_kernels as ttk
 from kernels import mixed_spec, sigmoid_spec, unique
 from support import ROOT
 from trt_kernels import registry
-from trt_kernels.dispatcher import MAX_INLINED
+from trt_kernels.eager.dispatcher import MAX_INLINED
 
 
 def _op(name):

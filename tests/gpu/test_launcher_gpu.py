@@ -1,4 +1,4 @@
-"""The compiled eager launcher against cuda.bindings' on the GPU (trt_kernels.launcher.using): each op is
+"""The compiled eager launcher against cuda.bindings' on the GPU (trt_kernels.eager.compiled_launcher.using): each op is
 declared twice, one twin's launchers built under the compiled launcher, the other's under cuda.bindings';
 their outputs agree bit for bit for CUDA C++ ops (scalars, extras, several outputs, a template at two
 dtypes, a reduction), a PTX op and Triton ops (a scratch buffer included), at edge sizes, and both match
@@ -13,15 +13,16 @@ import torch
 
 import trt_kernels as ttk
 from kernels import SIGMOID, SIN_COS, TEMPLATE_SIGMOID, mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
-from trt_kernels import launcher, registry
-from trt_kernels.compile import compile_program
+from trt_kernels import registry
+from trt_kernels.eager import compiled_launcher
+from trt_kernels.sources.nvrtc import compile_program
 
 SIZES = [1, 255, 256, 257, 4097, 0]
 
 
 def _no_build():
-    cc, why = launcher.find_compiler()
-    return why if cc is None else launcher.python_includes()[1]
+    cc, why = compiled_launcher.find_compiler()
+    return why if cc is None else compiled_launcher.python_includes()[1]
 
 
 NO_BUILD = _no_build()
@@ -45,7 +46,7 @@ def _twins(declare):
 
 def _run(op, kind, calls):
     """Each call's outputs as a tuple; the op's launchers for new keys are built under ``kind``."""
-    with launcher.using(kind):
+    with compiled_launcher.using(kind):
         out = [op(*a) for a in calls]
     torch.cuda.synchronize()
     return [o if isinstance(o, tuple) else (o,) for o in out]
@@ -158,7 +159,7 @@ def test_a_refused_launch_gives_the_same_error_through_both():
     big = _x(1 << 16)  # 4 MiB of shared memory per block
     messages = []
     for op, kind, name in ((op_c, "compiled", c), (op_py, "python", py)):
-        with launcher.using(kind), pytest.raises(ttk.LaunchError) as e:
+        with compiled_launcher.using(kind), pytest.raises(ttk.LaunchError) as e:
             op(big)
         messages.append(str(e.value).replace(name, "OP"))
     assert messages[0] == messages[1]
@@ -170,7 +171,7 @@ def test_a_refused_launch_gives_the_same_error_through_both():
 def test_cuda_graph_capture_and_replay_through_the_compiled_launcher():
     op_c, _, c, _ = _twins(lambda name: ttk.cuda_kernel_op(name, scale_spec()))
     x = _x(4096)
-    with launcher.using("compiled"):
+    with compiled_launcher.using("compiled"):
         op_c(x, 2.0)
     assert _launchers(c)[0].claunch is not None
     s = torch.cuda.Stream()
@@ -196,7 +197,7 @@ def test_a_thread_with_a_foreign_context_current_gets_the_retry():
 
     op_c, _, c, _ = _twins(lambda name: ttk.cuda_kernel_op(name, sigmoid_spec()))
     x = _x(1000)
-    with launcher.using("compiled"):
+    with compiled_launcher.using("compiled"):
         ref = op_c(x)
     torch.cuda.synchronize()
     torch.testing.assert_close(ref, torch.sigmoid(x), atol=1e-6, rtol=1e-5)
@@ -226,7 +227,7 @@ def test_a_thread_with_a_foreign_context_current_gets_the_retry():
 def test_threads_on_their_own_streams():
     op_c, _, c, _ = _twins(lambda name: ttk.cuda_kernel_op(name, mixed_spec()))
     a, b = _x(1 << 16), _x(1 << 16)
-    with launcher.using("compiled"):
+    with compiled_launcher.using("compiled"):
         op_c(a, 1.0, b, 1, True)
     failures = []
 
@@ -250,12 +251,12 @@ def test_threads_on_their_own_streams():
 
 
 def test_status_and_doctor_name_the_compiled_launcher():
-    from trt_kernels import _cli_doctor
+    from trt_kernels.cli import doctor
     from trt_kernels.status import format_status
 
-    lau = launcher.prepare()
+    lau = compiled_launcher.prepare()
     assert lau.kind == "compiled", lau.reason  # the GPU machine has a C compiler and Python's headers
     assert f"eager launcher: compiled ({lau.reason})" in format_status()
-    facts = {"eager_launcher": _cli_doctor.launcher_facts(True)}
-    check = [c for c in _cli_doctor.assess(facts) if c["check"] == "eager launcher"][0]
+    facts = {"eager_launcher": doctor.launcher_facts(True)}
+    check = [c for c in doctor.assess(facts) if c["check"] == "eager launcher"][0]
     assert check["status"] == "ok" and facts["eager_launcher"]["bound"] is True

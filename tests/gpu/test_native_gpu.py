@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import trt_kernels as ttk
-from trt_kernels import native
+from trt_kernels.eager import native
 from trt_kernels.errors import UnregisteredOpError
 from trt_kernels.torch_op import native_slot
 

@@ -4,8 +4,8 @@ import pytest
 
 import trt_kernels as ttk
 from kernels import MIXED, SCALE, SIGMOID, mixed_spec, sigmoid_spec, unique
-from trt_kernels.abi import ptx_params
-from trt_kernels.compile import compile_program
+from trt_kernels.sources.abi import ptx_params
+from trt_kernels.sources.nvrtc import compile_program
 
 
 def test_ptx_params_kinds_and_sizes():
@@ -58,7 +58,7 @@ def test_ptx_op_checks_its_entry():
 
 
 def _fresh_cache(tmp_path, monkeypatch):
-    from trt_kernels import compile as comp
+    from trt_kernels.sources import nvrtc as comp
 
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
@@ -69,7 +69,7 @@ def _fresh_cache(tmp_path, monkeypatch):
 def test_an_entry_records_the_entry_parameters_and_a_cached_declaration_checks_them(tmp_path, monkeypatch):
     """Compiling records each kernel's .entry parameters in the cache entry; a declaration served from
     the cache checks the ABI against them without parsing the PTX, and still refuses a mismatch."""
-    from trt_kernels import abi
+    from trt_kernels.sources import abi
 
     comp = _fresh_cache(tmp_path, monkeypatch)
     prog = compile_program(MIXED, ["mixed"], arch="sm_90")

@@ -23,7 +23,7 @@ import pytest
 from kernels import SIGMOID
 from support import counting_compile_cache
 from trt_kernels import cli
-from trt_kernels import compile as comp
+from trt_kernels.sources import nvrtc as comp
 
 TESTS = Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
@@ -216,7 +216,7 @@ def test_a_bad_entry_is_recompiled_and_rewritten_once_with_one_warning(cache, ca
 def test_triton_entries_are_framed_and_checked_by_the_store(tmp_path):
     """The Triton codec's entries: no flipped bit trusted either (no Triton needed)."""
     from trt_kernels import cache_store
-    from trt_kernels import triton_compile as ts
+    from trt_kernels.sources import triton_compile as ts
 
     k = ts.TritonKernel(name="k", ptx=b".version 8.7\n.entry k()\n{ ret; }\n", cubin=b"\x7fELF" + os.urandom(300),
                         arch=ARCH, num_warps=4, num_ctas=1, shared=0, global_scratch_size=0, global_scratch_align=1,
@@ -247,7 +247,7 @@ def test_an_entry_of_the_older_format_is_replaced_without_a_warning(tmp_path, ca
     """Triton's cache path does not change with our format (it is Triton's hash): an entry an
     earlier trt-kernels wrote is recompiled and rewritten, said at info level, not as corruption."""
     from trt_kernels import cache_store
-    from trt_kernels import triton_compile as ts
+    from trt_kernels.sources import triton_compile as ts
 
     caplog.set_level(logging.DEBUG, logger="trt_kernels")
     header = json.dumps({"format": 1, "hash": "ab" * 32, "ptx_len": 3, "cubin_len": 0}, sort_keys=True).encode()
@@ -265,7 +265,7 @@ CHILD = textwrap.dedent(r"""
     import json, resource, sys, time
     sys.path.insert(0, sys.argv[1])
     from kernels import SIGMOID
-    from trt_kernels import compile as comp
+    from trt_kernels.sources import nvrtc as comp
     comp.nvrtc_version()  # loaded before the limit below
     with open("/proc/self/status") as f:
         vm = int([ln for ln in f if ln.startswith("VmSize:")][0].split()[1]) * 1024
@@ -454,7 +454,7 @@ def test_the_memo_keeps_the_most_recently_used_programs(cache, monkeypatch):
 
 def test_lru_memo():
     from trt_kernels import cache_store
-    from trt_kernels import triton_compile as ts
+    from trt_kernels.sources import triton_compile as ts
 
     m = cache_store.LRUMemo(3)
     for k in "abc":

@@ -24,13 +24,14 @@ from hypothesis import strategies as st
 
 from kernels import SIGMOID
 from support import counting_compile_cache
-from trt_kernels import cache_store, cache_trust, cli, launcher, native
-from trt_kernels import compile as comp
+from trt_kernels import cache_store, cache_trust, cli
+from trt_kernels.eager import compiled_launcher, native
+from trt_kernels.sources import nvrtc as comp
 
 ARCH = "sm_90"
 OTHER = 54321  # a uid no test process runs as
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="os.chown to another uid needs root")
-needs_cc = pytest.mark.skipif(launcher.find_compiler()[0] is None, reason="no C compiler")
+needs_cc = pytest.mark.skipif(compiled_launcher.find_compiler()[0] is None, reason="no C compiler")
 
 PLANTED_C = rb"""
 #include <stdio.h>
@@ -203,7 +204,7 @@ def test_what_the_package_creates_is_private(cache):
 
 
 def _planted_so(path: Path, tmp_path: Path) -> Path:
-    cc = launcher.find_compiler()[0]
+    cc = compiled_launcher.find_compiler()[0]
     src = tmp_path / "planted.c"
     src.write_bytes(PLANTED_C)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -215,8 +216,8 @@ def _planted_so(path: Path, tmp_path: Path) -> Path:
 def test_a_planted_module_would_run_where_it_is_trusted_the_control(cache, tmp_path, monkeypatch):
     marker = tmp_path / "marker"
     monkeypatch.setenv("TTK_PLANTED_MARKER", str(marker))
-    _planted_so(launcher.module_path(cache), tmp_path)
-    launcher.load(cache)  # your own file in your own cache: loaded (its code ran)
+    _planted_so(compiled_launcher.module_path(cache), tmp_path)
+    compiled_launcher.load(cache)  # your own file in your own cache: loaded (its code ran)
     assert marker.exists()
 
 
@@ -225,27 +226,27 @@ def test_a_planted_module_would_run_where_it_is_trusted_the_control(cache, tmp_p
 def test_a_launcher_planted_by_another_user_is_never_loaded(cache, tmp_path, monkeypatch, caplog):
     marker = tmp_path / "marker"
     monkeypatch.setenv("TTK_PLANTED_MARKER", str(marker))
-    path = _planted_so(launcher.module_path(cache), tmp_path)
+    path = _planted_so(compiled_launcher.module_path(cache), tmp_path)
     os.chown(path, OTHER, OTHER)
-    lau = launcher.load(cache)
+    lau = compiled_launcher.load(cache)
     assert not marker.exists(), "the planted shared object was loaded"
     private = _private_dir()
     assert lau.kind == "compiled" and lau.path == str(private / "launcher" / path.name)
     assert callable(lau.launch) and os.stat(path).st_uid == OTHER  # the planted file is left for the user to see
     said = [w for w in _warnings(caplog) if "not loading the cached compiled launcher" in w]
     assert len(said) == 1 and str(path) in said[0] and f"uid {OTHER}" in said[0] and "Fix:" in said[0]
-    monkeypatch.setattr(launcher, "_prepared", None)  # what `status` says before this process's first launch
-    assert "private directory (the cached one is not trusted" in launcher.describe()["reason"]
+    monkeypatch.setattr(compiled_launcher, "_prepared", None)  # what `status` says before this process's first launch
+    assert "private directory (the cached one is not trusted" in compiled_launcher.describe()["reason"]
 
 
 @needs_cc
 def test_a_launcher_in_a_world_writable_cache_is_never_loaded(cache, tmp_path, monkeypatch, caplog):
     marker = tmp_path / "marker"
     monkeypatch.setenv("TTK_PLANTED_MARKER", str(marker))
-    _planted_so(launcher.module_path(cache), tmp_path)
+    _planted_so(compiled_launcher.module_path(cache), tmp_path)
     os.chmod(cache, 0o777)
     cache_trust.forget()
-    lau = launcher.load(cache_store.cache_root())
+    lau = compiled_launcher.load(cache_store.cache_root())
     assert not marker.exists(), "the planted shared object was loaded"
     assert lau.kind == "compiled" and lau.path.startswith(str(_private_dir()))
 
@@ -311,8 +312,8 @@ def test_a_shared_cache_never_serves_a_shared_object(shared, cache, tmp_path, mo
     team, _ = shared
     marker = tmp_path / "marker"
     monkeypatch.setenv("TTK_PLANTED_MARKER", str(marker))
-    _planted_so(launcher.module_path(team), tmp_path)  # as if the team's cache held the launcher
-    lau = launcher.load(cache_store.cache_root())
+    _planted_so(compiled_launcher.module_path(team), tmp_path)  # as if the team's cache held the launcher
+    lau = compiled_launcher.load(cache_store.cache_root())
     assert not marker.exists() and lau.kind == "compiled" and lau.path.startswith(str(cache))
 
 
@@ -334,12 +335,12 @@ def test_cache_clear_keeps_entries_owned_by_another_user(cache, capsys):
 def test_status_and_doctor_show_an_untrusted_cache(cache, capsys):
     os.chmod(cache, 0o777)
     cache_trust.forget()
-    from trt_kernels import _cli_doctor
+    from trt_kernels.cli import doctor
     from trt_kernels.status import format_status
 
     text = format_status()
     assert f"compile cache: {cache} NOT TRUSTED" in text and "Fix: chmod go-w" in text
-    checks = _cli_doctor.assess(dict(_cli_doctor.gather(), cache_trust=cache_store.trust()))
+    checks = doctor.assess(dict(doctor.gather(), cache_trust=cache_store.trust()))
     row = next(c for c in checks if c["check"] == "cache trust")
     assert row["status"] == "warn" and str(cache) in row["detail"] and row["fix"] == f"chmod go-w {cache}"
     os.chmod(cache, 0o700)
@@ -349,7 +350,7 @@ def test_status_and_doctor_show_an_untrusted_cache(cache, capsys):
 
 def test_a_child_process_warns_once_and_succeeds(cache):
     os.chmod(cache, 0o777)
-    code = ("from trt_kernels import compile as c; from kernels import SIGMOID\n"
+    code = ("from trt_kernels.sources import nvrtc as c; from kernels import SIGMOID\n"
             "for _ in range(3): c._MEMO.clear(); p = c.compile_program(SIGMOID, ['my_sigmoid'], arch='sm_90')\n"
             "print('OK', len(p.ptx))")
     env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(cache), PYTHONPATH=str(Path(__file__).resolve().parents[1]))

@@ -8,7 +8,7 @@ import torch
 import trt_kernels as ttk
 from kernels import SIGMOID, TEMPLATE_SIGMOID, sigmoid_spec, unique
 from support import counting_compile_cache
-from trt_kernels import compile as comp
+from trt_kernels.sources import nvrtc as comp
 
 
 @pytest.fixture

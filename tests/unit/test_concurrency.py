@@ -8,7 +8,7 @@ import torch
 import trt_kernels as ttk
 from kernels import SIGMOID, sigmoid_spec, unique
 from trt_kernels import cache_store, registry
-from trt_kernels import compile as comp
+from trt_kernels.sources import nvrtc as comp
 
 
 def test_declare_from_threads(monkeypatch):
@@ -36,7 +36,7 @@ def _compile_in_child(cache_dir, source, q):
     import os
 
     os.environ["TRT_KERNELS_CACHE_DIR"] = cache_dir
-    from trt_kernels.compile import compile_program
+    from trt_kernels.sources.nvrtc import compile_program
 
     prog = compile_program(source, ["my_sigmoid"], arch="sm_90")
     q.put((prog.from_cache, len(prog.cubin)))
@@ -57,7 +57,7 @@ def test_two_processes_compile_the_same_kernel(tmp_path):
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) == 1 and files[0].suffix == ".bin"  # one entry, no temporary left behind
     key, arch = files[0].parent.name, files[0].stem
-    from trt_kernels import toolchain
+    from trt_kernels.sources import toolchain
 
     payload = cache_store.unframe(files[0].read_bytes(), comp._MAGIC)  # raises unless magic and checksum match
     prog = comp._decode(payload, key, arch, toolchain.identity())  # valid: key, arch, toolchain

@@ -10,7 +10,7 @@ import torch
 import trt_kernels as ttk
 from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 from trt_kernels import recipe, registry
-from trt_kernels.fastpath import build_launcher
+from trt_kernels.eager.fastpath import build_launcher
 
 
 class StubKernel:
@@ -134,7 +134,7 @@ def test_empty_grid_with_a_nonempty_output_is_refused():
 
 def dispatcher_for(name):
     """The op's registered-function shape (build_dispatcher) over recording launchers."""
-    from trt_kernels.dispatcher import build_dispatcher
+    from trt_kernels.eager.dispatcher import build_dispatcher
 
     kop = registry.get(name)
     entries, standalone_calls = {}, []
@@ -189,7 +189,7 @@ def test_registered_function_inlines_the_launcher_after_the_first_call():
 
 
 def test_other_keys_still_dispatch_and_at_most_max_inlined_are_inlined():
-    from trt_kernels.dispatcher import MAX_INLINED
+    from trt_kernels.eager.dispatcher import MAX_INLINED
 
     name = unique()
     ttk.cuda_kernel_op(name, sigmoid_spec())
@@ -221,7 +221,7 @@ def test_generated_code_is_compiled_once_per_shape_and_named_per_generation():
     globals (nested code objects too), and reports its own file name in tracebacks."""
     import types
 
-    from trt_kernels import dispatcher as fastpath
+    from trt_kernels.eager import dispatcher as fastpath
 
     src = ("def dispatch(a0, a1=None):\n"
            "    return [{g}_scale * v for v in a0] + [{g}_offset + a0[0]]\n")

@@ -1,4 +1,4 @@
-"""The compiled eager launcher (trt_kernels/_claunch.c built by trt_kernels/launcher.py), on CPU.
+"""The compiled eager launcher (trt_kernels/eager/_claunch.c built by trt_kernels/compiled_launcher.py), on CPU.
 
 It builds with this machine's C compiler into the cache (keyed by source, Python ABI and platform);
 a second process loads it without running a compiler; a missing compiler or Python.h, or a failing
@@ -24,16 +24,17 @@ import torch
 import trt_kernels as ttk
 from kernels import mixed_spec, row_sum_spec, sigmoid_spec, unique
 from support import ROOT
-from trt_kernels import launcher, recipe, registry
-from trt_kernels.dispatcher import build_dispatcher
-from trt_kernels.fastpath import build_launcher
+from trt_kernels import recipe, registry
+from trt_kernels.eager import compiled_launcher
+from trt_kernels.eager.dispatcher import build_dispatcher
+from trt_kernels.eager.fastpath import build_launcher
 
 
 def _can_build():
-    cc, why = launcher.find_compiler()
+    cc, why = compiled_launcher.find_compiler()
     if cc is None:
         return why
-    return launcher.python_includes()[1]
+    return compiled_launcher.python_includes()[1]
 
 
 NO_BUILD = _can_build()
@@ -66,7 +67,7 @@ class DriverStandIn:
 def built(tmp_path_factory):
     if NO_BUILD is not None:
         pytest.skip(f"no C build here: {NO_BUILD}")
-    lau = launcher.load(tmp_path_factory.mktemp("launcher-cache"))
+    lau = compiled_launcher.load(tmp_path_factory.mktemp("launcher-cache"))
     assert lau.kind == "compiled", lau.reason
     return lau
 
@@ -92,24 +93,26 @@ def _env(**kw):
 
 @needs_cc
 def test_builds_into_the_cache_under_a_key_of_source_abi_and_platform(tmp_path):
-    lau = launcher.load(tmp_path)
-    key = launcher.cache_key()
+    lau = compiled_launcher.load(tmp_path)
+    key = compiled_launcher.cache_key()
     assert lau.kind == "compiled" and "built with" in lau.reason and lau.launch is lau.module.launch
     assert lau.path == str(tmp_path / "launcher" / f"{key}{sysconfig.get_config_var('EXT_SUFFIX')}")
     assert os.listdir(tmp_path / "launcher") == [os.path.basename(lau.path)]  # no temporary file left
-    assert launcher.cache_key(launcher.source_bytes() + b"\n") != key
-    assert sys.implementation.cache_tag in launcher.abi_tag() and sysconfig.get_platform() in launcher.abi_tag()
-    again = launcher.load(tmp_path)
+    assert compiled_launcher.cache_key(compiled_launcher.source_bytes() + b"\n") != key
+    tag = compiled_launcher.abi_tag()
+    assert sys.implementation.cache_tag in tag and sysconfig.get_platform() in tag
+    again = compiled_launcher.load(tmp_path)
     assert again.kind == "compiled" and again.reason.startswith("loaded from the cache")
     assert lau.module.MAX_PARAMS >= 64
 
 
 @needs_cc
 def test_a_second_process_loads_the_cached_module_without_a_compiler(tmp_path):
-    first = launcher.load(tmp_path)
+    first = compiled_launcher.load(tmp_path)
     mtime = os.stat(first.path).st_mtime_ns
-    script = ("import json; from trt_kernels import launcher; from trt_kernels.cache_store import cache_dir\n"
-              "lau = launcher.load(cache_dir()); print(json.dumps([lau.kind, lau.reason, lau.path]))")
+    script = ("import json; from trt_kernels.eager import compiled_launcher\n"
+              "from trt_kernels.cache_store import cache_dir\n"
+              "lau = compiled_launcher.load(cache_dir()); print(json.dumps([lau.kind, lau.reason, lau.path]))")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                        env=_env(CC="/nonexistent/cc", TRT_KERNELS_CACHE_DIR=str(tmp_path)))
     kind, reason, path = json.loads(r.stdout.strip().splitlines()[-1])
@@ -119,17 +122,17 @@ def test_a_second_process_loads_the_cached_module_without_a_compiler(tmp_path):
 
 @needs_cc
 def test_with_the_cache_off_it_is_built_in_a_temporary_directory():
-    lau = launcher.load(None)
+    lau = compiled_launcher.load(None)
     assert lau.kind == "compiled" and "not cached" in lau.reason and lau.path is None
 
 
 @needs_cc
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, caplog):
-    path = launcher.module_path(tmp_path)
+    path = compiled_launcher.module_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a shared object")
     with caplog.at_level("WARNING", logger="trt_kernels"):
-        lau = launcher.load(tmp_path)
+        lau = compiled_launcher.load(tmp_path)
     assert lau.kind == "compiled" and "built with" in lau.reason
     assert any("cannot be loaded" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
 
@@ -138,7 +141,7 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, caplog):
 def test_cache_clear_removes_the_built_launcher_and_keeps_foreign_files(tmp_path, monkeypatch, capsys):
     from trt_kernels import cli
 
-    lau = launcher.load(tmp_path)
+    lau = compiled_launcher.load(tmp_path)
     d = tmp_path / "launcher"
     dead = d / (os.path.basename(lau.path) + ".a1b2c3d4.tmp")  # a build that died
     dead.write_bytes(b"half")
@@ -159,22 +162,23 @@ def test_no_compiler_means_the_python_launcher_with_the_reason_logged_once(tmp_p
         import json, logging
         logging.basicConfig(format="LOG %(levelname)s %(message)s")
         import trt_kernels as ttk
-        from trt_kernels import launcher, _cli_doctor
+        from trt_kernels.eager import compiled_launcher
+        from trt_kernels.cli import doctor
         from trt_kernels.status import format_status
-        before = launcher.describe()
-        first = launcher.prepare()
-        second = launcher.prepare()
-        plain = launcher.for_new_launcher(3)
+        before = compiled_launcher.describe()
+        first = compiled_launcher.prepare()
+        second = compiled_launcher.prepare()
+        plain = compiled_launcher.for_new_launcher(3)
         try:
-            with launcher.using("compiled"):
-                launcher.for_new_launcher(3)
+            with compiled_launcher.using("compiled"):
+                compiled_launcher.for_new_launcher(3)
             forced = None
         except ttk.LaunchError as e:
             forced = str(e)
-        facts = {"eager_launcher": _cli_doctor.launcher_facts(False)}
-        check = [c for c in _cli_doctor.assess(facts) if c["check"] == "eager launcher"][0]
+        facts = {"eager_launcher": doctor.launcher_facts(False)}
+        check = [c for c in doctor.assess(facts) if c["check"] == "eager launcher"][0]
         print(json.dumps(dict(before=before, kind=first.kind, reason=first.reason, same=first is second,
-                              plain=plain, forced=forced, after=launcher.describe(), check=check,
+                              plain=plain, forced=forced, after=compiled_launcher.describe(), check=check,
                               status=[ln for ln in format_status().splitlines() if ln.startswith("eager launcher:")])))
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
@@ -198,7 +202,7 @@ def test_missing_python_headers_are_named(tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {"include": str(empty), "platinclude": str(empty)})
     monkeypatch.setenv("CC", sys.executable)  # any program: the headers are checked before compiling
-    lau = launcher.load(tmp_path / "cache")
+    lau = compiled_launcher.load(tmp_path / "cache")
     assert lau.kind == "python" and "Python.h not found" in lau.reason and str(empty) in lau.reason
     assert "-dev" in lau.reason
 
@@ -207,7 +211,7 @@ def test_a_failing_build_gives_the_compiler_s_message(tmp_path, monkeypatch):
     if NO_BUILD is not None and "Python.h" in NO_BUILD:
         pytest.skip(NO_BUILD)
     monkeypatch.setenv("CC", "sh -c 'echo boom-from-the-compiler >&2; exit 3'")
-    lau = launcher.load(tmp_path)
+    lau = compiled_launcher.load(tmp_path)
     assert lau.kind == "python" and "exit status 3" in lau.reason and "boom-from-the-compiler" in lau.reason
     assert os.listdir(tmp_path / "launcher") == []  # the temporary output was removed
 
@@ -219,7 +223,7 @@ def test_import_and_declaration_do_not_touch_the_launcher(tmp_path):
         sys.path.insert(0, "tests")
         from kernels import sigmoid_spec
         ttk.cuda_kernel_op("ttk_launcher_import::sig", sigmoid_spec())
-        print("trt_kernels.launcher" in sys.modules)
+        print("trt_kernels.eager.compiled_launcher" in sys.modules)
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT,
                        env=_env(TRT_KERNELS_CACHE_DIR=str(tmp_path), TRT_KERNELS_ARCH="sm_90"))
@@ -229,14 +233,14 @@ def test_import_and_declaration_do_not_touch_the_launcher(tmp_path):
 
 
 def test_use_chooses_and_restores(monkeypatch):
-    assert launcher.preference() == "auto"
-    with launcher.using("python"):
-        assert launcher.preference() == "python" and launcher.for_new_launcher(3) is None
-        assert launcher.describe()["launcher"] == "python"
-        assert launcher.use("compiled") == "python"
-    assert launcher.preference() == "auto"
+    assert compiled_launcher.preference() == "auto"
+    with compiled_launcher.using("python"):
+        assert compiled_launcher.preference() == "python" and compiled_launcher.for_new_launcher(3) is None
+        assert compiled_launcher.describe()["launcher"] == "python"
+        assert compiled_launcher.use("compiled") == "python"
+    assert compiled_launcher.preference() == "auto"
     with pytest.raises(ttk.InputError, match="'cuda' is not a launcher. Fix: pass one of auto, compiled, python"):
-        launcher.use("cuda")
+        compiled_launcher.use("cuda")
 
 
 # ---------------- the C module against struct ----------------
@@ -471,7 +475,7 @@ def test_launchers_built_under_use_python_take_cuda_bindings():
     ttk.cuda_kernel_op(name, sigmoid_spec())
     kop = registry.get(name)
     plan = kop.plan((1,))
-    with launcher.using("python"):
+    with compiled_launcher.using("python"):
         fn = build_launcher(kop, recipe.make(kop.sig, torch.float32, plan, None), StubKernel(),
                             stream=lambda dev: 0)
     assert fn.claunch is None and "claunch(" not in fn.source and "_pack(b[0]" in fn.source

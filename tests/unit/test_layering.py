@@ -1,23 +1,31 @@
 """The core's modules form a layered graph: no import cycle among trt_kernels modules.
 
-The modules are those of trt_kernels, trt_kernels.plugins, trt_kernels.converters and
-trt_kernels.testing. Module-level imports (including ``if`` / ``try`` blocks at module level,
+The modules are those of trt_kernels and its subpackages (cli, eager, sources, testing),
+trt_kernels.plugins and trt_kernels.converters. Module-level imports (including ``if`` / ``try`` blocks at module level,
 excluding imports inside functions) are read from the sources with ``ast``, resolved to
 ``trt_kernels.*`` module names, and searched for cycles. A cycle means two modules each need the
 other while importing, which breaks as soon as the import order changes; one of them must own
 what both need. A second scan counts the imports inside functions too and reports every cycle.
-Imports made by name at run time (``importlib.import_module``: the command line's subcommands,
-trt_kernels.testing's lazy attributes) are not seen.
+Imports made by name at run time (``importlib.import_module``: trt_kernels.testing's lazy
+attributes) are not seen.
 """
 
 import ast
 
 from support import ROOT
 
-# each package's top-level .py files; testing/'s subfolders trt_emulator/ and shim/ are not modules of
+# every package of the distribution; the testing package's subfolders trt_emulator/ and shim/ are not modules of
 # trt_kernels.testing (files loaded by path as ``tensorrt.tensorrt`` / ``tensorrt``) and are left out
-PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.plugins": ROOT / "plugins",
-            "trt_kernels.converters": ROOT / "converters", "trt_kernels.testing": ROOT / "testing"}
+PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.cli": ROOT / "trt_kernels" / "cli",
+            "trt_kernels.eager": ROOT / "trt_kernels" / "eager", "trt_kernels.sources": ROOT / "trt_kernels" / "sources",
+            "trt_kernels.testing": ROOT / "trt_kernels" / "testing",
+            "trt_kernels.plugins": ROOT / "plugins", "trt_kernels.converters": ROOT / "converters"}
+
+
+def test_every_package_is_scanned():
+    """A new subpackage of trt_kernels is added to PACKAGES (or the scan would not see its imports)."""
+    found = {p.parent for p in (ROOT / "trt_kernels").glob("*/__init__.py")}
+    assert found == {f for n, f in PACKAGES.items() if f.parent == ROOT / "trt_kernels"}
 
 
 def _modules():
@@ -160,11 +168,11 @@ def test_no_import_cycle_among_trt_kernels_modules():
 
 def test_torch_op_builds_on_the_dispatcher_and_loads_the_launch_code_at_the_first_launch():
     graph, every = import_graph(), import_graph(all_levels=True)
-    assert "trt_kernels.dispatcher" in graph["trt_kernels.torch_op"]
+    assert "trt_kernels.eager.dispatcher" in graph["trt_kernels.torch_op"]
     # the launch-code generator (and through it the CUDA launch modules) is imported at the first launch
-    assert "trt_kernels.fastpath" not in graph["trt_kernels.torch_op"]
-    assert "trt_kernels.fastpath" in every["trt_kernels.torch_op"]
-    for m in ("trt_kernels.fastpath", "trt_kernels.dispatcher"):
+    assert "trt_kernels.eager.fastpath" not in graph["trt_kernels.torch_op"]
+    assert "trt_kernels.eager.fastpath" in every["trt_kernels.torch_op"]
+    for m in ("trt_kernels.eager.fastpath", "trt_kernels.eager.dispatcher"):
         assert "trt_kernels.torch_op" not in every[m]
 
 

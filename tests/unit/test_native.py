@@ -1,4 +1,4 @@
-"""The native eager kernel (trt_kernels/_cnative.cpp) on CPU tensors, against the Python launcher.
+"""The native eager kernel (trt_kernels/eager/_cnative.cpp) on CPU tensors, against the Python launcher.
 
 The module is built here as on a GPU machine, then registered as a test op's *CPU* kernel with a
 recording stand-in for cuLaunchKernel. The Python launcher of the same (dtype, ranks) (also with a
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import trt_kernels as ttk
 from kernels import add_spec, mixed_spec, rmsnorm_mixed_spec, row_sum_spec, scale_spec, sigmoid_spec, unique
-from trt_kernels import native, recipe, registry
-from trt_kernels.fastpath import build_launcher
+from trt_kernels import recipe, registry
+from trt_kernels.eager import native
+from trt_kernels.eager.fastpath import build_launcher
 
 FUNC = 0x5EED
 

@@ -15,8 +15,8 @@ pytest.importorskip("onnxscript", reason="ONNX export needs onnxscript (pip inst
 
 import kernels  # noqa: E402
 import trt_kernels as ttk  # noqa: E402
-from trt_kernels import _seed_cases as sc  # noqa: E402
 from trt_kernels import onnx_export, registry  # noqa: E402
+from trt_kernels.cli import seed_cases as sc  # noqa: E402
 from trt_kernels.errors import OnnxExportError  # noqa: E402
 
 NS = "ttk_onnx"

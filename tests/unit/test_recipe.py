@@ -13,9 +13,10 @@ import torch
 import trt_kernels as ttk
 from kernels import sigmoid_spec, unique
 from test_fastpath import Recorder, StubKernel
-from trt_kernels import native, recipe, registry
+from trt_kernels import recipe, registry
 from trt_kernels._record import replace
-from trt_kernels.fastpath import build_launcher
+from trt_kernels.eager import native
+from trt_kernels.eager.fastpath import build_launcher
 
 
 def _declared(spec):

@@ -24,7 +24,7 @@ from trt_kernels._record import FACTORY, Frozen, Record
 # what a fresh `import trt_kernels` loads, and the modules a first call loads (the plan, the launch, the launcher)
 _LIST = "import sys, trt_kernels; print(' '.join(m for m in sys.modules if m.startswith('trt_kernels')))"
 _LOADED = subprocess.run([sys.executable, "-c", _LIST], capture_output=True, text=True, check=True).stdout.split()
-MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.launch", "trt_kernels.launcher"})
+MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.eager.driver", "trt_kernels.eager.compiled_launcher"})
 
 
 def _records():
@@ -79,7 +79,7 @@ def test_the_package_defines_its_dataclasses_as_records():
     # compiled launcher's records are among them
     assert {"trt_kernels.spec.ScalarInput", "trt_kernels.expr.Scalar", "trt_kernels.expr.ScalarOf",
             "trt_kernels.signature.CheckSig", "trt_kernels.plan.CheckPlan",
-            "trt_kernels.launcher.Launcher"} <= set(RECORDS)
+            "trt_kernels.eager.compiled_launcher.Launcher"} <= set(RECORDS)
 
 
 def test_new_fields_keep_their_defaults():

@@ -12,7 +12,7 @@ from kernels import add_spec, rmsnorm_mixed_spec, unique
 from test_fastpath import Recorder, StubKernel
 from test_spec_validation import expect
 from trt_kernels import recipe, registry
-from trt_kernels.fastpath import build_launcher
+from trt_kernels.eager.fastpath import build_launcher
 
 F16, F32 = torch.float16, torch.float32
 
@@ -225,7 +225,7 @@ def test_checks_apply_to_meta_fn_and_eager_fn():
 
 
 def test_ptx_op_takes_checks():
-    from trt_kernels.compile import compile_program
+    from trt_kernels.sources.nvrtc import compile_program
 
     src = 'extern "C" __global__ void my_add(const float* a, const float* b, int n, float* y) {}'
     prog = compile_program(src, ["my_add"], arch="sm_90")

@@ -48,7 +48,8 @@ CHILD = textwrap.dedent(r"""
     import trt_kernels as ttk
     events["phase"] = None
     import seed_specs
-    from trt_kernels import registry, toolchain
+    from trt_kernels import registry
+    from trt_kernels.sources import toolchain
 
     events["phase"] = "generated_declaring"
     names = seed_specs.declare()
@@ -60,8 +61,9 @@ CHILD = textwrap.dedent(r"""
         "cuda_initialized": torch.cuda.is_initialized(),
         "modules": sorted(m for m in ("sympy", "tensorrt", "torch_tensorrt", "trt_kernels.plugins",
                                       "trt_kernels.converters") if m in sys.modules),
-        "launch_code": sorted(m for m in ("trt_kernels.fastpath", "trt_kernels.launch", "trt_kernels.launcher",
-                                          "trt_kernels.plan") if m in sys.modules),
+        "launch_code": sorted(m for m in ("trt_kernels.eager.fastpath", "trt_kernels.eager.driver",
+                                          "trt_kernels.eager.compiled_launcher", "trt_kernels.plan")
+                              if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
         "generated_at_import": events["generated"],
         "generated_declaring": events["generated_declaring"],
@@ -165,7 +167,7 @@ def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
     import shutil
 
     from trt_kernels import cache_store
-    from trt_kernels import compile as comp
+    from trt_kernels.sources import nvrtc as comp
 
     cache = tmp_path / "foreign"
     shutil.copytree(warm_cache, cache)
@@ -183,7 +185,7 @@ def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
 
 
 def test_the_key_depends_on_the_toolchain_identity():
-    from trt_kernels import compile as comp
+    from trt_kernels.sources import nvrtc as comp
 
     a = comp.program_key("src", ["k"], [], "c++17", None, "nvidia-cuda-nvrtc==13.0.88@/x/libnvrtc.so.13:1:2")
     b = comp.program_key("src", ["k"], [], "c++17", None, "nvidia-cuda-nvrtc==13.0.88@/x/libnvrtc.so.13:1:3")
@@ -198,7 +200,7 @@ def test_identity_is_read_from_disk_without_loading_nvrtc():
             with open("/proc/self/maps") as f:
                 return "libnvrtc" in f.read()
         by_torch = mapped()  # torch's CUDA builds may map libnvrtc themselves
-        from trt_kernels import toolchain
+        from trt_kernels.sources import toolchain
         ident = toolchain.identity()
         loaded = "cuda.bindings.nvrtc" in sys.modules or (mapped() and not by_torch)
         print(ident is not None and "libnvrtc" in ident, loaded)
@@ -213,7 +215,7 @@ def test_the_distribution_lookup_agrees_with_importlib_metadata():
     than importlib.metadata at start-up): the same answers, and importlib.metadata's where none is found."""
     from importlib import metadata
 
-    from trt_kernels import toolchain
+    from trt_kernels.sources import toolchain
 
     for name in ("nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-no-such-wheel-here"):
         try:

@@ -19,9 +19,10 @@ import triton.language as tl  # noqa: E402
 import triton_kernels as tk  # noqa: E402
 import trt_kernels as ttk  # noqa: E402
 from kernels import unique  # noqa: E402
-from trt_kernels import abi, registry  # noqa: E402
-from trt_kernels import triton_compile as ts  # noqa: E402
+from trt_kernels import registry  # noqa: E402
 from trt_kernels.expr import SizesEvaluator, evaluate  # noqa: E402
+from trt_kernels.sources import abi  # noqa: E402
+from trt_kernels.sources import triton_compile as ts  # noqa: E402
 
 ARCH = "sm_90"
 

@@ -12,7 +12,7 @@ from kernels import MIXED_COMBOS, RMSNORM_MIXED, rmsnorm_mixed_spec, unique
 from test_fastpath import Recorder, StubKernel
 from test_spec_validation import expect
 from trt_kernels import recipe, registry
-from trt_kernels.fastpath import build_launcher
+from trt_kernels.eager.fastpath import build_launcher
 
 F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
 
@@ -108,10 +108,10 @@ def test_every_combination_compiles_and_is_abi_checked(arch):
 
 def test_inspect_lists_each_combination(arch):
     """``trt-kernels inspect``'s record: one ABI row per combination, named by its type parameters."""
-    from trt_kernels import _cli_inspect
+    from trt_kernels.cli import inspect as cli_inspect
 
     name, kop = declare()
-    d = _cli_inspect.describe(kop, "sm_90", {}, {})
+    d = cli_inspect.describe(kop, "sm_90", {}, {})
     labels = ["(T=float16, W=float32)", "(T=bfloat16, W=float32)", "(T=float32, W=float32)"]
     assert d["dtypes"] == labels
     assert [r["dtype"] for r in d["abi"]] == labels

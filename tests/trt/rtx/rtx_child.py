@@ -10,8 +10,8 @@ import sys
 import tensorrt_rtx as trt
 import torch
 
-from trt_kernels import _seed_cases as sc
 from trt_kernels import registry
+from trt_kernels.cli import seed_cases as sc
 from trt_kernels.onnx_export import export
 from trt_kernels.plugins import v3one
 

@@ -147,7 +147,7 @@ def test_enqueue_launches_the_kernel_on_the_gpu():
     import tensorrt_rtx as trt
     import torch
 
-    from trt_kernels import _seed_cases as sc
+    from trt_kernels.cli import seed_cases as sc
     from trt_kernels.plugins import v3one
 
     ns = "ttk_rtx_enqueue"

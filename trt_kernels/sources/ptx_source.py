@@ -12,10 +12,10 @@ from typing import Optional
 
 import torch
 
-from . import abi as _abi
-from .errors import SpecError
-from .kernel_source import Binary, KernelImage, KernelSource, Version
-from .signature import Signature
+from trt_kernels.errors import SpecError
+from trt_kernels.signature import Signature
+from trt_kernels.sources import abi as _abi
+from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
 
 
 class PtxSource(KernelSource):

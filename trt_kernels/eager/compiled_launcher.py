@@ -1,7 +1,7 @@
 """Which function the eager fast path launches kernels with: the compiled launcher, or cuda.bindings.
 
 The compiled launcher is a small C extension module written for this package
-(``trt_kernels/_claunch.c``: Python's C API only, no CUDA or torch headers) that converts the
+(``trt_kernels/eager/_claunch.c``: Python's C API only, no CUDA or torch headers) that converts the
 kernel's parameters on the stack and calls the driver's ``cuLaunchKernel``. It replaces the
 call through cuda.bindings, most of whose cost per launch is converting its arguments.
 
@@ -28,8 +28,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from . import _build
-from ._record import Frozen, plain_record
+from trt_kernels._record import Frozen, plain_record
+from trt_kernels.eager import build
 
 _LOG = logging.getLogger("trt_kernels")
 
@@ -72,9 +72,10 @@ def use(kind: str) -> str:
     (cuda.bindings). Returns the previous choice; :func:`using` restores it for you."""
     global _preference
     if kind not in KINDS:
-        from .errors import InputError
+        from trt_kernels.errors import InputError
 
-        raise InputError(f"trt_kernels.launcher.use: {kind!r} is not a launcher. Fix: pass one of {', '.join(KINDS)}")
+        raise InputError(f"trt_kernels.eager.compiled_launcher.use: {kind!r} is not a launcher. "
+                         f"Fix: pass one of {', '.join(KINDS)}")
     with _LOCK:
         prev, _preference = _preference, kind
     return prev
@@ -104,12 +105,12 @@ def for_new_launcher(n_params: int) -> Optional[Launcher]:
     if lau.kind == "compiled" and n_params <= lau.max_params:
         return lau
     if pref == "compiled":
-        from .errors import LaunchError
+        from trt_kernels.errors import LaunchError
 
         why = lau.reason if lau.kind != "compiled" else (f"the kernel has {n_params} parameters, more than the "
                                                          f"{lau.max_params} it takes")
-        raise LaunchError(f"the compiled eager launcher was asked for (trt_kernels.launcher.use('compiled')) but "
-                          f"cannot be used: {why}")
+        raise LaunchError("the compiled eager launcher was asked for "
+                          f"(trt_kernels.eager.compiled_launcher.use('compiled')) but cannot be used: {why}")
     return None
 
 
@@ -117,11 +118,11 @@ def describe() -> Dict[str, str]:
     """``{"launcher": "compiled" | "python", "reason": ...}``: what this process launches with (or,
     before its first eager launch, will), without building or loading anything (``status``)."""
     if _preference == "python":
-        return {"launcher": "python", "reason": "chosen with trt_kernels.launcher.use('python')"}
+        return {"launcher": "python", "reason": "chosen with trt_kernels.eager.compiled_launcher.use('python')"}
     lau = _prepared
     if lau is not None:
         return {"launcher": lau.kind, "reason": lau.reason}
-    from .cache_store import cache_root, problem
+    from trt_kernels.cache_store import cache_root, problem
 
     root = cache_root()
     try:
@@ -154,7 +155,7 @@ def prepare() -> Launcher:
         return lau
     with _LOCK:
         if _prepared is None:
-            from .cache_store import cache_root
+            from trt_kernels.cache_store import cache_root
 
             lau = load(cache_root())
             if lau.kind == "compiled":
@@ -182,7 +183,7 @@ def driver_entry() -> int:
     """The address of the driver's ``cuLaunchKernel`` that cuda.bindings would call: through its
     ``cuGetProcAddress`` (the driver library the process uses), for the legacy default stream,
     or the per-thread one where ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` asks cuda.bindings for it."""
-    from .launch import driver, ensure_driver, error_text
+    from trt_kernels.eager.driver import driver, ensure_driver, error_text
 
     ensure_driver()
     cu = driver()
@@ -209,8 +210,8 @@ def source_bytes() -> bytes:
 
 
 def abi_tag() -> Tuple[str, str, str]:
-    """The Python ABI and platform a built module depends on (see :func:`trt_kernels._build.abi_tag`)."""
-    return _build.abi_tag()
+    """The Python ABI and platform a built module depends on (see :func:`trt_kernels.eager.build.abi_tag`)."""
+    return build.abi_tag()
 
 
 def cache_key(source: Optional[bytes] = None) -> str:
@@ -231,12 +232,12 @@ def module_path(root: Path, source: Optional[bytes] = None) -> Path:
 def find_compiler() -> Tuple[Optional[List[str]], str]:
     """``(argv of the C compiler, where it came from)``; ``(None, why)`` where none is found.
     ``$CC`` wins (and only it is tried when set), then sysconfig's ``CC``, then gcc, clang, cc."""
-    return _build.find_compiler("CC", ("gcc", "clang", "cc"), "C")
+    return build.find_compiler("CC", ("gcc", "clang", "cc"), "C")
 
 
 def python_includes() -> Tuple[List[str], Optional[str]]:
     """``([include dirs], None)``, or ``([], why)`` where ``Python.h`` is missing."""
-    return _build.python_includes()
+    return build.python_includes()
 
 
 def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
@@ -247,13 +248,13 @@ def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
     includes, missing = python_includes()
     if missing:
         return False, missing
-    return _build.run_compiler(cc, origin, "C", source, "_claunch.c",
+    return build.run_compiler(cc, origin, "C", source, "_claunch.c",
                                ["-shared", "-fPIC", "-O2", *[f"-I{d}" for d in includes]], out)
 
 
 def import_module(path: Path):
     """Load the extension module at ``path`` (not entered in ``sys.modules``)."""
-    mod = _build.import_extension(path, f"trt_kernels.{MODULE}")
+    mod = build.import_extension(path, f"trt_kernels.{MODULE}")
     if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "launch", None)):
         raise ImportError(f"{path} is not this trt-kernels' launcher (ABI {getattr(mod, 'ABI', None)}, expected {ABI})")
     return mod
@@ -274,7 +275,7 @@ def load(root: Optional[Path]) -> Launcher:
     if root is None:
         return _load_uncached(source, "the disk cache is off (TRT_KERNELS_CACHE=0)")
     path = module_path(root, source)
-    mod, ok, how, path = _build.load_or_build(path, source, compile_module, import_module, "compiled launcher", _LOG)
+    mod, ok, how, path = build.load_or_build(path, source, compile_module, import_module, "compiled launcher", _LOG)
     if ok is None:
         return _load_uncached(source, how)
     return _loaded(mod, path, how) if mod is not None else Launcher("python", how)

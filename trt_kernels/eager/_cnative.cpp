@@ -1,7 +1,7 @@
 // trt_kernels' native eager kernel: the function torch's dispatcher calls for an op's CUDA key
 // without entering Python, for the calls whose launch it can prove equal to the Python one.
 //
-// Built on an op's first declaration (trt_kernels/native.py) with the system C++ compiler against
+// Built on an op's first declaration (trt_kernels/eager/native.py) with the system C++ compiler against
 // Python's headers and the pybind11 headers torch ships (for pybind11::error_already_set, the
 // exception with which a Python kernel's error travels through torch's dispatcher unchanged).
 // Everything else goes through torch's stable C ABI (the aoti_torch_* functions), resolved at
@@ -591,7 +591,7 @@ PyObject* py_register(PyObject*, PyObject* args) {
   if ((int)ks.size() > kMaxParams) return PyErr_Format(PyExc_ValueError, "too many arguments (%d)", (int)ks.size());
   int i = next_slot;
   Slot& s = slots[i];
-  if (api.library_init_impl(ns, key, "trt_kernels/_cnative.cpp", 0, &s.lib))
+  if (api.library_init_impl(ns, key, "trt_kernels/eager/_cnative.cpp", 0, &s.lib))
     return PyErr_Format(PyExc_RuntimeError, "torch refused a library fragment for %s (%s)", ns, key);
   if (api.library_impl(s.lib, name, pool[i])) {
     api.delete_library(s.lib);

@@ -14,9 +14,9 @@ import runpy
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import CompileError, KernelABIError
-from .registry import CHECK_ARCH
-from .signature import scalar_len
+from trt_kernels.errors import CompileError, KernelABIError
+from trt_kernels.registry import CHECK_ARCH
+from trt_kernels.signature import scalar_len
 
 SCHEMA = "trt-kernels.inspect/1"
 FALLBACK_ARCH = CHECK_ARCH
@@ -41,7 +41,7 @@ def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compil
     """
     import contextlib
 
-    from . import registry
+    from trt_kernels import registry
 
     before = {id(k) for k in registry.all_ops()}
     is_file = target.endswith(".py") or os.sep in target or "/" in target
@@ -81,7 +81,7 @@ def report_error(message: str, as_json: bool, schema: str, **fields: Any) -> int
 
 def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
     """(arch to compile for, a note when it was a guess)."""
-    from .compile import default_arch, normalize_arch
+    from trt_kernels.sources.nvrtc import default_arch, normalize_arch
 
     if arch:
         return normalize_arch(arch), None
@@ -142,7 +142,7 @@ def check_arch(arch: str, origin: str, kops) -> None:
 
 def fmt_expr(e, names: Sequence[str]) -> str:
     """A plan expression with ``in0.shape[1]`` written as ``x.shape[1]``."""
-    from .plan import render
+    from trt_kernels.plan import render
 
     return render(e, names)
 
@@ -176,8 +176,8 @@ def _tactics(kop) -> List[Dict[str, Any]]:
 
 
 def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, Any]:
-    from . import dtypes as _dt
-    from .errors import InputError
+    from trt_kernels import dtypes as _dt
+    from trt_kernels.errors import InputError
 
     sig = kop.sig
     names = list(sig.tensor_names)
@@ -223,8 +223,8 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
 
 def _abi(kop, arch: str):
     """(per-dtype ABI rows, the build's cache facts, errors, the build or None)."""
-    from . import abi as _abi
-    from . import dtypes as _dt
+    from trt_kernels import dtypes as _dt
+    from trt_kernels.sources import abi as _abi
 
     errors: List[str] = []
     binary = None
@@ -272,7 +272,7 @@ def _abi(kop, arch: str):
 
 
 def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
-    from .launch import driver_version
+    from trt_kernels.eager.driver import driver_version
 
     decision = kop.aot
     available = trt_state.get("available") == "yes"
@@ -288,7 +288,7 @@ def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
 
 
 def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -> Dict[str, Any]:
-    from . import dtypes as _dt
+    from trt_kernels import dtypes as _dt
 
     abi_rows, cache, errors, binary = _abi(kop, arch)
     d: Dict[str, Any] = {
@@ -403,7 +403,7 @@ def format_op(d: Dict[str, Any]) -> str:
 
 
 def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool) -> int:
-    from . import status
+    from trt_kernels import status
 
     try:
         rank_map = parse_ranks(ranks)

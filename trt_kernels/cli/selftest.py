@@ -72,7 +72,7 @@ def skip_reasons() -> Dict[str, Optional[str]]:
     """Per tier: None when it can be tried here, else why not."""
     import torch
 
-    from .testing import unavailable_reason
+    from trt_kernels.testing import unavailable_reason
 
     reasons: Dict[str, Optional[str]] = {t: None for t in TIER_IDS}
     st = unavailable_reason()
@@ -84,7 +84,7 @@ def skip_reasons() -> Dict[str, Optional[str]]:
         if importlib.util.find_spec("tensorrt") is None:
             reasons["tensorrt"] += "; tensorrt is not installed"
         return reasons
-    from .testing import emulation_unavailable_reason
+    from trt_kernels.testing import emulation_unavailable_reason
 
     if st is not None:
         reasons["aot_replay"] = reasons["jit_replay"] = f"NVIDIA's tensorrt.plugin sources unavailable: {st}"
@@ -125,9 +125,9 @@ def _meta_inputs(case):
 def run_compile(cases, namespace: str) -> List[Result]:
     import torch
 
-    from . import _seed_cases as sc
-    from . import registry
-    from .op import CHECK_ARCH
+    from trt_kernels import registry
+    from trt_kernels.cli import seed_cases as sc
+    from trt_kernels.op import CHECK_ARCH
 
     out = []
     for c in cases:
@@ -151,12 +151,12 @@ def run_compile(cases, namespace: str) -> List[Result]:
 
 
 def run_qdp_build(cases, namespace: str) -> List[Result]:
-    from . import _seed_cases as sc
-    from . import registry
-    from .op import CHECK_ARCH
-    from .plugins.qdp import register_plugin
-    from .plugins.shapes import torch_dtype
-    from .testing import standin
+    from trt_kernels import registry
+    from trt_kernels.cli import seed_cases as sc
+    from trt_kernels.op import CHECK_ARCH
+    from trt_kernels.plugins.qdp import register_plugin
+    from trt_kernels.plugins.shapes import torch_dtype
+    from trt_kernels.testing import standin
 
     names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
     out: List[Result] = []
@@ -181,7 +181,7 @@ def run_qdp_build(cases, namespace: str) -> List[Result]:
 def run_eager(cases, namespace: str) -> List[Result]:
     import torch
 
-    from . import _seed_cases as sc
+    from trt_kernels.cli import seed_cases as sc
 
     dev = torch.device("cuda")
     out = []
@@ -199,8 +199,8 @@ def run_eager(cases, namespace: str) -> List[Result]:
 def run_replay(cases, namespace: str, kind: str) -> List[Result]:
     import torch
 
-    from . import _seed_cases as sc
-    from .testing import aot_replay, jit_replay
+    from trt_kernels.cli import seed_cases as sc
+    from trt_kernels.testing import aot_replay, jit_replay
 
     fn = aot_replay if kind == "aot_replay" else jit_replay
     dev = torch.device("cuda")
@@ -245,10 +245,10 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
     """Run the emulated or the real TensorRT tier in this (fresh) process."""
     import torch
 
-    from . import _seed_cases as sc
+    from trt_kernels.cli import seed_cases as sc
 
     if tier == "torch_tensorrt_emulated":
-        from .testing import emulate_tensorrt
+        from trt_kernels.testing import emulate_tensorrt
 
         _, torch_tensorrt = emulate_tensorrt()
     else:
@@ -258,13 +258,13 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
         except Exception as e:  # noqa: BLE001 - installed (the parent checked) but broken: a failure
             return [Result(c.name, tier, "failed", f"tensorrt / torch_tensorrt do not import: {_fail_text(e)}")
                     for c in sc.ALL_CASES]
-        from .testing import is_emulated  # sees through Torch-TensorRT's proxy module
+        from trt_kernels.testing import is_emulated  # sees through Torch-TensorRT's proxy module
 
         if is_emulated():
             return [Result(c.name, tier, "skipped", "tensorrt here is trt_kernels' emulator, not TensorRT")
                     for c in sc.ALL_CASES]
     cases = sc.declare(namespace, sc.ALL_CASES)
-    from .plugins import init, tensorrt_status
+    from trt_kernels.plugins import init, tensorrt_status
 
     init()
     st = tensorrt_status()
@@ -304,9 +304,9 @@ def child_tier(tier: str, namespace: str) -> List[Result]:
 
 
 def run_child(tier: str, namespace: str, timeout: float = 1200) -> List[Result]:
-    from . import _seed_cases as sc
+    from trt_kernels.cli import seed_cases as sc
 
-    cmd = [sys.executable, "-m", "trt_kernels._cli_selftest", "--child", tier, "--namespace", namespace]
+    cmd = [sys.executable, "-m", "trt_kernels.cli.selftest", "--child", tier, "--namespace", namespace]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -332,7 +332,7 @@ def _unavailable(cases, tier: str) -> List[Result]:
 def selftest(cases=None, tiers: Sequence[str] = TIER_IDS, namespace: str = NAMESPACE) -> List[Result]:
     """Run ``cases`` (default: the seed's seven and one per other kernel source) on ``tiers``; one Result per
     (case, tier). Child-process tiers always run all of them."""
-    from . import _seed_cases as sc
+    from trt_kernels.cli import seed_cases as sc
 
     cases = list(sc.ALL_CASES if cases is None else cases)
     reasons = skip_reasons()
@@ -403,7 +403,7 @@ def run(as_json: bool) -> int:
     except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
         if not as_json:
             raise
-        from ._cli_inspect import report_error
+        from trt_kernels.cli.inspect import report_error
 
         return report_error(f"selftest could not finish: {_fail_text(e)}. Fix: run `trt-kernels selftest` without "
                             "--json to see the traceback", True, SCHEMA, exit_status=1)

@@ -18,9 +18,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .api import cuda_kernel_op
-from .expr import DimSize, Numel
-from .spec import Elementwise, InputDecl, KernelSpec, OutputDecl, ReduceDims, Reduction, SameAs, ScalarInput
+from trt_kernels.api import cuda_kernel_op
+from trt_kernels.expr import DimSize, Numel
+from trt_kernels.spec import Elementwise, InputDecl, KernelSpec, OutputDecl, ReduceDims, Reduction, SameAs, ScalarInput
 
 NAMESPACE = "ttk_selftest"
 
@@ -146,7 +146,7 @@ def _repeat2_kernel(device_index: int):
     if entry is None:
         from cuda.core import Device, Program, ProgramOptions
 
-        from .compile import include_dirs
+        from trt_kernels.sources.nvrtc import include_dirs
 
         dev = Device(device_index)
         dev.set_current()
@@ -247,8 +247,8 @@ PTX_ARCH = "sm_75"  # the oldest arch CUDA 13's NVRTC targets: the driver JIT-co
 
 
 def _declare_ptx(op_name: str):
-    from .api import ptx_op
-    from .compile import compile_program
+    from trt_kernels.api import ptx_op
+    from trt_kernels.sources.nvrtc import compile_program
 
     ptx = compile_program(CU_PTX_SIGMOID, ["ttk_ptx_sigmoid"], arch=PTX_ARCH, label="selftest ptx case").ptx
     return ptx_op(op_name, ptx, "ttk_ptx_sigmoid", inputs=[InputDecl("x")],
@@ -257,9 +257,9 @@ def _declare_ptx(op_name: str):
 
 
 def _declare_triton(op_name: str):
-    from . import _seed_triton
+    from trt_kernels.cli import seed_triton
 
-    return _seed_triton.declare(op_name)
+    return seed_triton.declare(op_name)
 
 
 def _triton_missing() -> Optional[str]:

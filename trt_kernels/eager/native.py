@@ -1,8 +1,8 @@
 """The native eager kernel: an op's CUDA kernel that torch's dispatcher calls without entering Python.
 
-``trt_kernels/_cnative.cpp`` is a small C++ extension registered through torch's stable C ABI
+``trt_kernels/eager/_cnative.cpp`` is a small C++ extension registered through torch's stable C ABI
 (``aoti_torch_library_impl``) as the op's CUDA kernel in place of the Python function
-(:mod:`trt_kernels.dispatcher`). For each (input dtypes, ranks) the Python launcher has been
+(:mod:`trt_kernels.eager.dispatcher`). For each (input dtypes, ranks) the Python launcher has been
 built for, it gets the same launch as data (:func:`add_variant`: the size expressions as a small
 bytecode, the checks, the outputs to allocate and the kernel's parameters) and launches a call
 itself when every check passes; any other call, including every call that raises, goes to the
@@ -19,7 +19,7 @@ A later process loads it without a compiler. Where it cannot be had (no C++ comp
 without CUDA or without the stable ABI functions, ``TRT_KERNELS_NATIVE=0``, the cache refused),
 ops are registered with the Python function as before and ``trt-kernels doctor`` / ``status``
 say why (:func:`describe`). Kernels whose launch it does not model (a scalar tuple input,
-scratch buffers, an ``eager_fn``, launchers built with :func:`trt_kernels.launcher.using`)
+scratch buffers, an ``eager_fn``, launchers built with :func:`trt_kernels.eager.compiled_launcher.using`)
 always take the Python function.
 """
 
@@ -35,8 +35,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from . import _build
-from ._record import Frozen, plain_record
+from trt_kernels._record import Frozen, plain_record
+from trt_kernels.eager import build
 
 _LOG = logging.getLogger("trt_kernels")
 
@@ -100,7 +100,7 @@ def disabled() -> Iterator[None]:
 
 def eligible(kop) -> Optional[str]:
     """None if ``kop``'s signature can be served natively, else why not."""
-    from .signature import scalar_len, scalar_type
+    from trt_kernels.signature import scalar_len, scalar_type
 
     if kop.eager_fn is not None:
         return "it has an eager_fn"
@@ -115,7 +115,7 @@ def eligible(kop) -> Optional[str]:
 
 
 def _kinds(kop) -> bytes:
-    from .signature import scalar_type
+    from trt_kernels.signature import scalar_type
 
     it = iter(kop.sig.scalar_decls)
     return bytes(KIND["tensor"] if k == "tensor" else KIND[scalar_type(next(it))] for k in kop.sig.arg_kinds)
@@ -170,7 +170,7 @@ def _dtype_code(dt, mod=None) -> int:
 
 
 def _emit(e, out: List[int]) -> None:
-    from .expr import BinOp, Const, Dim, NumelOf, ScalarOf
+    from trt_kernels.expr import BinOp, Const, Dim, NumelOf, ScalarOf
 
     if isinstance(e, Const):
         out += [OP_CONST, int(e.value)]
@@ -191,7 +191,7 @@ def _emit(e, out: List[int]) -> None:
 
 
 def encode(recipe, mod=None) -> Dict[str, Any]:
-    """The native form of ``recipe`` (one (dtype, ranks) launch, which :func:`trt_kernels.fastpath.launcher_parts`
+    """The native form of ``recipe`` (one (dtype, ranks) launch, which :func:`trt_kernels.eager.fastpath.launcher_parts`
     writes as Python): registers, bytecode, outputs and parameters, then a NULL pointer for each one the
     compiler appended (scratch buffers of 0 bytes). Raises _Unsupported."""
     plan = recipe.eager  # (a ceiling division by a constant is an add and a floor division there, as in Python)
@@ -247,9 +247,9 @@ def add_variant(slot: int, kop, key, recipe, kernel) -> bool:
     """Let the slot launch calls with ``key`` (the dispatcher's: input dtypes, then ranks) natively:
     what the Python launcher of ``recipe`` for that key does. False (the Python launcher keeps them)
     where the launch is not one it models, or ``kop`` is no longer the op's declaration."""
-    from . import launcher
+    from trt_kernels.eager import compiled_launcher
 
-    if recipe.needs_scratch or launcher.preference() != "auto":
+    if recipe.needs_scratch or compiled_launcher.preference() != "auto":
         return False
     with _LOCK:
         ref = _owner.get(slot)
@@ -279,7 +279,7 @@ def _check_params(kernel, params) -> None:
     launch packs, the native kernel does not launch it (raises _Unsupported)."""
     import struct
 
-    from .launch import driver
+    from trt_kernels.eager.driver import driver
 
     cu = driver()
     get = getattr(cu, "cuFuncGetParamInfo", None)
@@ -310,7 +310,7 @@ def launches(slot: int) -> int:
 def _driver_entry() -> int:
     global _entry
     if _entry is None:
-        from .launcher import driver_entry
+        from trt_kernels.eager.compiled_launcher import driver_entry
 
         _entry = driver_entry()
     return _entry
@@ -355,7 +355,7 @@ def _prepare(need_cuda: bool = True) -> Native:
     alloc = getattr(aoti, "unsafe_alloc_void_ptr_from_tensor", None)
     if steal is None or alloc is None:
         return Native(None, f"this torch ({torch.__version__}) lacks torch._C._aoti's tensor handle functions")
-    from .cache_store import cache_root
+    from trt_kernels.cache_store import cache_root
 
     mod, reason, path = load(cache_root())
     if mod is None:
@@ -379,7 +379,7 @@ def describe() -> Dict[str, str]:
 
     if torch.version.cuda is None:
         return {"native": "no", "reason": f"this torch ({torch.__version__}) has no CUDA"}
-    from .cache_store import cache_root, problem
+    from trt_kernels.cache_store import cache_root, problem
 
     root = cache_root()
     path = module_path(root) if root is not None else None
@@ -404,13 +404,13 @@ def cache_key(source: Optional[bytes] = None) -> str:
     h = hashlib.sha256()
     h.update(b"trt_kernels native kernel\0")
     h.update(source if source is not None else SOURCE.read_bytes())
-    for part in _build.abi_tag() + (torch.__version__, str(torch.version.git_version), str(_cxx11_abi())):
+    for part in build.abi_tag() + (torch.__version__, str(torch.version.git_version), str(_cxx11_abi())):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 
 
 def module_path(root: Path, source: Optional[bytes] = None) -> Path:
-    return root / "launcher" / f"{cache_key(source)}{_build.abi_tag()[1]}"
+    return root / "launcher" / f"{cache_key(source)}{build.abi_tag()[1]}"
 
 
 def _cxx11_abi() -> int:
@@ -422,7 +422,7 @@ def _cxx11_abi() -> int:
 def find_compiler() -> Tuple[Optional[List[str]], str]:
     """``(argv of the C++ compiler, where it came from)`` or ``(None, why)``: ``$CXX`` (only it, when
     set), then sysconfig's ``CXX``, then g++, clang++, c++."""
-    return _build.find_compiler("CXX", ("g++", "clang++", "c++"), "C++")
+    return build.find_compiler("CXX", ("g++", "clang++", "c++"), "C++")
 
 
 def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
@@ -432,7 +432,7 @@ def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
     cxx, origin = find_compiler()
     if cxx is None:
         return False, origin
-    includes, missing = _build.python_includes()
+    includes, missing = build.python_includes()
     if missing:
         return False, missing
     torch_inc = os.path.join(os.path.dirname(torch.__file__), "include")
@@ -440,12 +440,12 @@ def compile_module(out: Path, source: bytes) -> Tuple[bool, str]:
         return False, f"torch's pybind11 headers are missing ({torch_inc}/pybind11)"
     flags = ["-shared", "-fPIC", "-O2", "-std=c++17", "-fvisibility=hidden", "-DPYBIND11_SIMPLE_GIL_MANAGEMENT",
              f"-D_GLIBCXX_USE_CXX11_ABI={_cxx11_abi()}", *[f"-I{d}" for d in includes], f"-I{torch_inc}"]
-    return _build.run_compiler(cxx, origin, "C++", source, "_cnative.cpp", flags, out)
+    return build.run_compiler(cxx, origin, "C++", source, "_cnative.cpp", flags, out)
 
 
 def import_module(path: Path):
     """Load the native kernel module at ``path`` (not entered in ``sys.modules``)."""
-    mod = _build.import_extension(path, f"trt_kernels.{MODULE}")
+    mod = build.import_extension(path, f"trt_kernels.{MODULE}")
     if getattr(mod, "ABI", None) != ABI or not callable(getattr(mod, "add_variant", None)):
         raise ImportError(f"{path} is not this trt-kernels' native kernel (ABI {getattr(mod, 'ABI', None)})")
     return mod
@@ -461,5 +461,5 @@ def load(root: Optional[Path]) -> Tuple[Any, str, Optional[str]]:
     if root is None:  # a build per process would cost every process seconds: the Python kernel instead
         return None, CACHE_OFF, None
     path = module_path(root, source)
-    mod, _, how, path = _build.load_or_build(path, source, compile_module, import_module, "native kernel", _LOG)
+    mod, _, how, path = build.load_or_build(path, source, compile_module, import_module, "native kernel", _LOG)
     return mod, how, (str(path) if mod is not None else None)

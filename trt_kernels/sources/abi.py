@@ -4,7 +4,7 @@ Calling convention: ``(tensor input pointers..., scalar inputs..., extras..., ou
 After compiling, the ``.entry`` of the kernel in the PTX is read (count, byte size
 and kind of each parameter) and compared with the spec, which catches the commonest
 silent bug: arguments in the wrong order. NVRTC's cache entries record each kernel's
-``.entry`` parameters when compiled (:func:`trt_kernels.compile.compile_program`), so a
+``.entry`` parameters when compiled (:func:`trt_kernels.sources.nvrtc.compile_program`), so a
 declaration served from the cache checks them without reading the PTX again (and without
 compiling the patterns below, which cost about 0.7 ms per process).
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .errors import KernelABIError
-from .signature import Param
+from trt_kernels.errors import KernelABIError
+from trt_kernels.signature import Param
 
 # (patterns as text: the re module compiles and caches them at the first use, not at import)
 _ENTRY_ANY = r"\.entry\s+(?P<name>[\w$%.]+)\s*\((?P<params>[^)]*)\)"

@@ -11,7 +11,7 @@ Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
 ``<cache>/<program key>/<arch>.bin``. The program key is a SHA-256 of everything
 that changes the output except the arch (source, name expressions, options, C++
 standard, which headers, the NVRTC toolchain's identity from
-:mod:`trt_kernels.toolchain`, read from disk without loading libnvrtc, and the format),
+:mod:`trt_kernels.sources.toolchain`, read from disk without loading libnvrtc, and the format),
 so a process whose kernels are all cached never loads NVRTC nor looks for headers, and
 the entries of one program for every arch sit in one directory (a declaration can
 check the kernel's parameters from any of them before a GPU is queried).
@@ -36,9 +36,8 @@ import os
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-from . import toolchain
-from ._record import Frozen, plain_record
-from .cache_store import (
+from trt_kernels._record import Frozen, plain_record
+from trt_kernels.cache_store import (
     MEMO_ENTRIES,
     NVRTC_MAGIC,
     LRUMemo,
@@ -49,9 +48,10 @@ from .cache_store import (
     unpack_payload,
     write_entry,
 )
-from .errors import CompileError
-from .kernel_source import ptx_isa
-from .toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
+from trt_kernels.errors import CompileError
+from trt_kernels.sources import toolchain
+from trt_kernels.sources.kernel_source import ptx_isa
+from trt_kernels.sources.toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
 _LOG = logging.getLogger("trt_kernels")
 _FORMAT = 3  # 3: the store checksums whole entries (2: <key>/<arch>.bin, a checksum of PTX + CUBIN only)
@@ -70,8 +70,8 @@ class CompiledProgram(Frozen):
     log: str
     key: str  # the program key (the cache directory's name)
     from_cache: bool
-    toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.toolchain)
-    # symbol -> its .entry parameters in the PTX, as trt_kernels.abi.ptx_params read them when it was compiled
+    toolchain: str = ""  # identity of the NVRTC that built it (trt_kernels.sources.toolchain)
+    # symbol -> its .entry parameters in the PTX, as trt_kernels.sources.abi.ptx_params read them when it was compiled
     # (recorded in the cache entry, so a declaration served from the cache checks the ABI without parsing
     # the PTX); None: not recorded (an entry written before they were), read from the PTX when needed
     entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None
@@ -378,7 +378,7 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
         cubin = _nvrtc_output(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "CUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    from .abi import ptx_params
+    from trt_kernels.sources.abi import ptx_params
 
     ptx = ptx.rstrip(b"\x00")
     found = {sym: ptx_params(ptx, sym) for sym in lowered.values()}

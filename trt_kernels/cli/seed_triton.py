@@ -1,13 +1,13 @@
 """The selftest's Triton case: a ``@triton.jit`` kernel (Triton reads its source from this file).
 
-Imported only where Triton is installed (``trt_kernels._seed_cases`` asks first)."""
+Imported only where Triton is installed (``trt_kernels.cli.seed_cases`` asks first)."""
 
 import triton
 import triton.language as tl
 
-from .api import triton_kernel_op
-from .expr import Numel, cdiv
-from .spec import InputDecl, OutputDecl, SameAs, ScalarInput
+from trt_kernels.api import triton_kernel_op
+from trt_kernels.expr import Numel, cdiv
+from trt_kernels.spec import InputDecl, OutputDecl, SameAs, ScalarInput
 
 
 @triton.jit

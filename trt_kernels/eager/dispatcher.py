@@ -2,9 +2,9 @@
 
 Declaring an op installs a lookup written as a function in this module (so declaring compiles
 nothing): key = the tensor inputs' dtypes and ranks, ``entries[key]`` the launcher that
-:mod:`trt_kernels.fastpath` generates at the first call with that key. The first call also
+:mod:`trt_kernels.eager.fastpath` generates at the first call with that key. The first call also
 rewrites the function with that launcher's body inlined behind a guard on the key, compiled
-from our own templates and integers only. :mod:`trt_kernels.fastpath` (and with it the CUDA
+from our own templates and integers only. :mod:`trt_kernels.eager.fastpath` (and with it the CUDA
 launch modules) is imported at the first launch, not at a declaration.
 """
 
@@ -124,7 +124,7 @@ class _Gone:
     """What the names of a replaced declaration's code point to: any use raises UnregisteredOpError."""
 
     def _fail(self, *args, **kwargs):
-        from .errors import UnregisteredOpError
+        from trt_kernels.errors import UnregisteredOpError
 
         raise UnregisteredOpError("this op was re-declared or unregistered while the call was running. "
                                   "Fix: call it again")

@@ -4,7 +4,7 @@
 kernel name, NVRTC options, include paths, C++ standard, arch override), checked when it is made.
 A template kernel (``kernel_name="k<T>"``) is instantiated once per declared dtype through NVRTC
 name expressions; ``cuda_fp16.h`` / ``cuda_bf16.h`` are included when a dtype needs them.
-Compiling and the disk cache are :mod:`trt_kernels.compile`'s.
+Compiling and the disk cache are :mod:`trt_kernels.sources.nvrtc`'s.
 """
 
 from __future__ import annotations
@@ -14,13 +14,20 @@ from typing import Dict, List, Optional
 
 import torch
 
-from . import abi as _abi
-from . import dtypes as _dt
-from .compile import CompiledProgram, cache_entry_path, cached_program, compile_program, normalize_arch, program_key
-from .kernel_source import Binary, KernelImage, KernelSource, Version
-from .signature import Signature
-from .spec import KernelSpec
-from .validate import check_encodable, check_type_params, fail, kernel_dtypes, sequence
+from trt_kernels import dtypes as _dt
+from trt_kernels.signature import Signature
+from trt_kernels.sources import abi as _abi
+from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
+from trt_kernels.sources.nvrtc import (
+    CompiledProgram,
+    cache_entry_path,
+    cached_program,
+    compile_program,
+    normalize_arch,
+    program_key,
+)
+from trt_kernels.spec import KernelSpec
+from trt_kernels.validate import check_encodable, check_type_params, fail, kernel_dtypes, sequence
 
 
 def _params_pattern(type_params) -> "re.Pattern[str]":
@@ -107,7 +114,7 @@ class CudaSource(KernelSource):
         return self._pattern.sub(lambda m: _dt.c_type(b[m.group(1)]), self.kernel_name)
 
     def key(self) -> str:
-        from .compile import toolchain_id
+        from trt_kernels.sources.nvrtc import toolchain_id
 
         return program_key(self.text, self.names, self.options, self.std, self.include_paths, toolchain_id())
 
@@ -136,13 +143,13 @@ class CudaSource(KernelSource):
                                "ptx_bytes": len(prog.ptx), "kernels": len(prog.lowered)})
 
     def ptx_note(self, binary: Binary, driver: Optional[Version]) -> Optional[str]:
-        from .ptxcheck import ptx_loadable_note
+        from trt_kernels.sources.ptxcheck import ptx_loadable_note
 
         nv = tuple(int(x) for x in str(binary.details["nvrtc"]).split("."))
         return ptx_loadable_note(nv, driver)
 
     def unsupported_arch(self, arch: str) -> Optional[str]:
-        from .compile import nvrtc_supported_archs, nvrtc_version
+        from trt_kernels.sources.nvrtc import nvrtc_supported_archs, nvrtc_version
 
         m = re.match(r"sm_(\d+)", normalize_arch(arch))
         try:

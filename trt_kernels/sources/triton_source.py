@@ -10,7 +10,7 @@ inputs, outputs, extras) and one signature. What Triton adds, and where it goes:
 - tactics: each :class:`TritonConfig` (constexprs, ``num_warps``, ``num_stages``) compiles to its
   own kernel; TensorRT times them (tactic ``k`` is config ``k - 1``), eager uses the first.
 - hidden parameters: Triton appends scratch pointers to the kernel's parameters
-  (:mod:`trt_kernels.triton_compile`); a :class:`~trt_kernels.kernel_source.KernelImage` lists
+  (:mod:`trt_kernels.sources.triton_compile`); a :class:`~trt_kernels.sources.kernel_source.KernelImage` lists
   them in ``scratch`` (the launches pass NULL, or a per-launch buffer where the size is not 0),
   and its ``aot_ptx`` has them stripped, or ``aot_reason`` says why it cannot.
 """
@@ -24,16 +24,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from . import abi as _abi
-from . import dtypes as _dt
-from . import triton_compile as _tc
-from .errors import KernelABIError, SpecError
-from .expr import Expr
-from .kernel_source import Binary, KernelImage, KernelSource, Version
-from .limits import STATIC_SHARED_MEM
-from .signature import Signature, scalar_type
-from .spec import Custom, InputDecl, OutputDecl, ScalarInput
-from .validate import validate_signature
+from trt_kernels import dtypes as _dt
+from trt_kernels.errors import KernelABIError, SpecError
+from trt_kernels.expr import Expr
+from trt_kernels.limits import STATIC_SHARED_MEM
+from trt_kernels.signature import Signature, scalar_type
+from trt_kernels.sources import abi as _abi
+from trt_kernels.sources import triton_compile as _tc
+from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
+from trt_kernels.spec import Custom, InputDecl, OutputDecl, ScalarInput
+from trt_kernels.validate import validate_signature
 
 GridLike = Union[Sequence[Union[Expr, int]], Callable[[Dict[str, Any]], Sequence[Union[Expr, int]]]]
 

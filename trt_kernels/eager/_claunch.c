@@ -1,7 +1,7 @@
 /* trt_kernels' compiled eager launcher: one call from the generated fast path to the CUDA
  * driver's cuLaunchKernel, with the kernel's parameters converted here.
  *
- * Built on the first eager launch by trt_kernels/launcher.py with the system C compiler and
+ * Built on the first eager launch by trt_kernels/eager/compiled_launcher.py with the system C compiler and
  * cached (the key hashes this file, the Python ABI and the platform). It uses Python's C API
  * only: no CUDA headers, no torch headers. The driver's entry point is handed over as an
  * address by set_entry() (launcher.py resolves it through cuda.bindings' cuGetProcAddress, the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from .errors import PtxVersionError
+from trt_kernels.errors import PtxVersionError
 
 Version = Tuple[int, int]
 

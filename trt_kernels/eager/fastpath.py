@@ -16,7 +16,7 @@ user-provided string reaches it. The function it defines does, in order:
    anything is copied or allocated;
 3. ``contiguous()`` copies where needed, output allocation;
 4. launch on torch's current stream of the inputs' device: with the compiled launcher
-   (:mod:`trt_kernels.launcher`), one call that converts the parameters and calls
+   (:mod:`trt_kernels.eager.compiled_launcher`), one call that converts the parameters and calls
    ``cuLaunchKernel``; with cuda.bindings, pack the parameters into this thread's buffer and
    call its ``cuLaunchKernel``.
 """
@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
-from .errors import InputError, LaunchError
-from .expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
-from .launch import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
-from .limits import GRID_LIMITS, INT32_MAX, INT64_MAX
-from .signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
+from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
+from trt_kernels.errors import InputError, LaunchError
+from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
+from trt_kernels.limits import GRID_LIMITS, INT32_MAX, INT64_MAX
+from trt_kernels.signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
 
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
-    from .recipe import LaunchRecipe
+    from trt_kernels.recipe import LaunchRecipe
 
 # ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
 
@@ -258,7 +258,7 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
 
     def size_error(args):
         shapes = [tuple(args[p].shape) for p in tpos]
-        from .plan import concrete
+        from trt_kernels.plan import concrete
 
         concrete(recipe.plan, shapes, kop.sig.tensor_names, [args[p] for p in spos],
                  [d.name for d in kop.sig.scalar_decls])  # raises the InputError that names the expression
@@ -437,9 +437,9 @@ def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
                    claunch: Any = "auto") -> Callable[..., Any]:
     """Compile the specialized launch function of ``recipe`` (one (dtype, ranks) of ``kop``).
 
-    ``kernel`` is the :class:`~trt_kernels.launch.LoadedKernel`; ``launch`` and ``stream``
+    ``kernel`` is the :class:`~trt_kernels.eager.driver.LoadedKernel`; ``launch`` and ``stream``
     default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
-    ``claunch``: ``"auto"`` asks :mod:`trt_kernels.launcher` for the compiled launcher (where
+    ``claunch``: ``"auto"`` asks :mod:`trt_kernels.eager.compiled_launcher` for the compiled launcher (where
     ``launch`` is not given; prepared on the process's first call), None takes cuda.bindings', a
     callable is the compiled launcher's ``launch`` (tests pass recorders).
     The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack``, ``.recipe`` and ``.claunch``.
@@ -447,9 +447,9 @@ def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     if isinstance(claunch, str):  # "auto"
         claunch = None
         if launch is None:
-            from . import launcher
+            from trt_kernels.eager import compiled_launcher
 
-            chosen = launcher.for_new_launcher(len(recipe.params) + len(recipe.scratch))
+            chosen = compiled_launcher.for_new_launcher(len(recipe.params) + len(recipe.scratch))
             claunch = chosen.launch if chosen is not None else None
     parts = launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, claunch=claunch)
     params = ", ".join(f"a{i}" for i in range(len(kop.sig.arg_kinds)))

@@ -3,7 +3,7 @@
 For container builds: run it where the image is built (no GPU needed), ship the cache
 directory (``TRT_KERNELS_CACHE_DIR``), and a process on the GPU machine that declares the same
 ops reads every program from the cache instead of running NVRTC. Compiling goes through
-:meth:`KernelOp.program` (:func:`trt_kernels.compile.compile_program`), the path every launch
+:meth:`KernelOp.program` (:func:`trt_kernels.sources.nvrtc.compile_program`), the path every launch
 takes, so the entries are the ones a launch looks up.
 """
 
@@ -27,8 +27,8 @@ def _bar(done: int, total: int, label: str) -> None:
 
 def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict[str, Any]]:
     """Compile every op for every arch; one row per (op, arch)."""
-    from .compile import normalize_arch
-    from .errors import CompileError, KernelABIError
+    from trt_kernels.errors import CompileError, KernelABIError
+    from trt_kernels.sources.nvrtc import normalize_arch
 
     jobs = [(k, normalize_arch(a)) for k in kops for a in archs]
     rows = []
@@ -65,7 +65,7 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict
 
 
 def _normalizes(arch) -> bool:
-    from .compile import normalize_arch
+    from trt_kernels.sources.nvrtc import normalize_arch
 
     try:
         normalize_arch(arch)
@@ -75,9 +75,9 @@ def _normalizes(arch) -> bool:
 
 
 def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
-    from ._cli_inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
-    from .cache_store import cache_dir
-    from .compile import default_arch, normalize_arch
+    from trt_kernels.cache_store import cache_dir
+    from trt_kernels.cli.inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
+    from trt_kernels.sources.nvrtc import default_arch, normalize_arch
 
     given = bool(archs)
     try:
@@ -86,7 +86,7 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
             raise TargetError("the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps "
                               "nothing. Fix: unset TRT_KERNELS_CACHE (and set TRT_KERNELS_CACHE_DIR to the folder to "
                               "ship)")
-        from .cache_store import trust
+        from trt_kernels.cache_store import trust
 
         tr = trust()
         if tr["trusted"] is False:

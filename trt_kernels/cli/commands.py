@@ -10,10 +10,10 @@ import sys
 def _info() -> int:
     import torch
 
-    from . import __version__
-    from .cache_store import cache_dir
-    from .compile import default_arch, include_dirs, nvrtc_version
-    from .launch import driver_version
+    from trt_kernels import __version__
+    from trt_kernels.cache_store import cache_dir
+    from trt_kernels.eager.driver import driver_version
+    from trt_kernels.sources.nvrtc import default_arch, include_dirs, nvrtc_version
 
     try:
         import cuda.bindings as cb
@@ -31,7 +31,7 @@ def _info() -> int:
     print(f"torch         {torch.__version__}")
     print(f"cuda-bindings {bindings}")
     print(f"NVRTC         {nvrtc}")
-    from .toolchain import identity
+    from trt_kernels.sources.toolchain import identity
 
     print(f"NVRTC file    {identity() or 'not found on disk (the cache is keyed by the loaded library)'}")
     print(f"CUDA driver   {'.'.join(map(str, drv)) if drv else 'none'}")
@@ -41,7 +41,7 @@ def _info() -> int:
     print(f"headers       {', '.join(include_dirs()) or 'not found'}")
     print(f"cache         {cache_dir() or 'disabled (TRT_KERNELS_CACHE=0)'}")
     if drv and nvrtc[0].isdigit():
-        from .ptxcheck import ptx_loadable_note
+        from trt_kernels.sources.ptxcheck import ptx_loadable_note
 
         note = ptx_loadable_note(nvrtc_version(), drv)
         if note:
@@ -50,8 +50,8 @@ def _info() -> int:
 
 
 def _status(paths) -> int:
-    from ._cli_inspect import TargetError, load_target
-    from .status import format_status
+    from trt_kernels.cli.inspect import TargetError, load_target
+    from trt_kernels.status import format_status
 
     for p in paths:
         try:  # declarations compile as a plain import would: status reports what they built
@@ -72,7 +72,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _cache(action: str) -> int:
-    from .cache_store import cache_dir, clear
+    from trt_kernels.cache_store import cache_dir, clear
 
     d = cache_dir()
     if d is None:
@@ -112,22 +112,22 @@ def _add_commands(sub) -> None:
     ins.add_argument("--rank", action="append", default=[], metavar="NAME=N",
                      help="rank of a tensor input for the launch plan (default: InputDecl(ndim=) or 2)")
     ins.add_argument("--json", action="store_true", help="machine-readable output")
-    ins.set_defaults(run=lambda a: _lazy("_cli_inspect").run(a.target, a.op, a.arch, a.rank, a.json))
+    ins.set_defaults(run=lambda a: _command("inspect").run(a.target, a.op, a.arch, a.rank, a.json))
 
     co = sub.add_parser("compile", help="fill the disk cache ahead of time (container builds)")
     co.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
     co.add_argument("--arch", action="append", default=[], help="an arch to compile for (repeatable), e.g. sm_90")
     co.add_argument("--op", metavar="NS::NAME", help="only this op")
     co.add_argument("--json", action="store_true", help="machine-readable output")
-    co.set_defaults(run=lambda a: _lazy("_cli_compile").run(a.target, a.arch, a.op, a.json))
+    co.set_defaults(run=lambda a: _command("compile").run(a.target, a.arch, a.op, a.json))
 
     do = sub.add_parser("doctor", help="check the installation: torch, CUDA, NVRTC vs driver, headers, TensorRT")
     do.add_argument("--json", action="store_true", help="machine-readable output")
-    do.set_defaults(run=lambda a: _lazy("_cli_doctor").run(a.json))
+    do.set_defaults(run=lambda a: _command("doctor").run(a.json))
 
     se = sub.add_parser("selftest", help="the seed's seven cases on every tier this machine has")
     se.add_argument("--json", action="store_true", help="machine-readable output")
-    se.set_defaults(run=lambda a: _lazy("_cli_selftest").run(a.json))
+    se.set_defaults(run=lambda a: _command("selftest").run(a.json))
 
 
 def _plain(text: str) -> str:
@@ -140,7 +140,7 @@ def _version_line() -> str:
     metadata, importing neither torch nor cuda-bindings."""
     from importlib import metadata
 
-    from . import __version__
+    from trt_kernels import __version__
 
     def dist(name: str) -> str:
         try:
@@ -161,10 +161,17 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _lazy(name: str):
-    import importlib
-
-    return importlib.import_module(f"{__package__ or 'trt_kernels'}.{name}")
+def _command(name: str):
+    """The module of a larger subcommand, imported when it runs (``trt-kernels status`` stays quick)."""
+    if name == "inspect":
+        from trt_kernels.cli import inspect as module
+    elif name == "compile":
+        from trt_kernels.cli import compile as module
+    elif name == "doctor":
+        from trt_kernels.cli import doctor as module
+    else:
+        from trt_kernels.cli import selftest as module
+    return module
 
 
 class _Subcommands:
@@ -195,7 +202,3 @@ def main(argv=None) -> int:
     if args.cmd == "status":
         return _status(args.paths)
     return _cache(args.action)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,5 +1,5 @@
 """The Triton toolchain: compile a ``@triton.jit`` function to PTX + CUBIN, cache it, and fit its
-PTX to TensorRT's argument layout (:mod:`trt_kernels.triton_source` is the kernel source built on it).
+PTX to TensorRT's argument layout (:mod:`trt_kernels.sources.triton_source` is the kernel source built on it).
 
 Triton is an optional dependency (``pip install 'trt-kernels[triton]'``); nothing here imports it
 at module import time, and :func:`require_triton` names the extra when it is missing.
@@ -31,7 +31,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from .cache_store import (
+from trt_kernels.cache_store import (
     MEMO_ENTRIES,
     TRITON_MAGIC,
     LRUMemo,
@@ -42,8 +42,8 @@ from .cache_store import (
     unpack_payload,
     write_entry,
 )
-from .errors import CompileError, SpecError
-from .kernel_source import ptx_isa
+from trt_kernels.errors import CompileError, SpecError
+from trt_kernels.sources.kernel_source import ptx_isa
 
 _LOG = logging.getLogger("trt_kernels")
 _MAGIC = TRITON_MAGIC

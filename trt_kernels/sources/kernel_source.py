@@ -1,8 +1,8 @@
 """Where a kernel's code comes from: the :class:`KernelSource` protocol and what a build gives.
 
 Three sources implement it, as equals: CUDA C++ compiled by NVRTC
-(:mod:`trt_kernels.cuda_source`), PTX text given by the user (:mod:`trt_kernels.ptx_source`) and a
-``@triton.jit`` function compiled by Triton (:mod:`trt_kernels.triton_source`). Each is built
+(:mod:`trt_kernels.sources.cuda_source`), PTX text given by the user (:mod:`trt_kernels.sources.ptx_source`) and a
+``@triton.jit`` function compiled by Triton (:mod:`trt_kernels.sources.triton_source`). Each is built
 with the op's :class:`~trt_kernels.signature.Signature` and checks its own code against it (the
 kernel ABI); ``build(arch)`` gives a :class:`Binary`: one :class:`KernelImage` per (dtype,
 tactic), each with what an eager launch loads and what TensorRT's AOT plugin embeds (or why it
@@ -19,7 +19,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import torch
 
-from ._record import FACTORY, Frozen, plain_record
+from trt_kernels._record import FACTORY, Frozen, plain_record
 
 Version = Tuple[int, int]
 _NO_DETAILS: Mapping[str, object] = MappingProxyType({})

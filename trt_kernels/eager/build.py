@@ -1,7 +1,7 @@
 """Building this package's two extension modules (the compiled launcher, C; the native kernel, C++):
 finding the compiler, running it, writing the result into the cache atomically, loading it.
 
-No process state: :mod:`trt_kernels.launcher` and :mod:`trt_kernels.native` decide what to build
+No process state: :mod:`trt_kernels.eager.compiled_launcher` and :mod:`trt_kernels.eager.native` decide what to build
 and keep what they loaded; :mod:`trt_kernels.cache_trust` decides what in the cache may be loaded.
 """
 
@@ -109,7 +109,7 @@ def build_into(path: Path, source: bytes, compile_module: Callable[[Path, bytes]
     ``(False, why)`` where the build failed, ``(None, why)`` where the cache directory cannot be written."""
     import tempfile
 
-    from .cache_store import make_private_dirs
+    from trt_kernels.cache_store import make_private_dirs
 
     try:
         make_private_dirs(path.parent)
@@ -155,8 +155,8 @@ def load_or_build(path: Path, source: bytes, compile_module: Callable[[Path, byt
     A module at ``path`` that fails :mod:`~trt_kernels.cache_trust`'s rule (another user's file, or one in a
     directory others can write) is never loaded: the module is built into this process's private directory
     instead, said once with the path, the owner and the fix."""
-    from . import cache_trust
-    from .cache_store import problem
+    from trt_kernels import cache_trust
+    from trt_kernels.cache_store import problem
 
     prob = problem(path)
     if prob is not None:

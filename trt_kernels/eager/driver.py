@@ -14,8 +14,8 @@ import struct
 import threading
 from typing import Dict, Optional, Sequence, Tuple
 
-from .errors import LaunchError, NoCudaDeviceError
-from .limits import STATIC_SHARED_MEM
+from trt_kernels.errors import LaunchError, NoCudaDeviceError
+from trt_kernels.limits import STATIC_SHARED_MEM
 
 _INIT_LOCK = threading.Lock()
 _initialized = False

@@ -44,7 +44,7 @@ def _err(e: BaseException) -> str:
 def gather() -> Dict[str, Any]:
     """Facts about this machine; never raises (a fact that cannot be had is None or an error string)."""
     f: Dict[str, Any] = {"python": sys.version.split()[0]}
-    from . import __version__
+    from trt_kernels import __version__
 
     f["trt_kernels"] = __version__
     try:
@@ -74,7 +74,7 @@ def gather() -> Dict[str, Any]:
         f["cuda_bindings_import"] = None
     except Exception as e:  # noqa: BLE001
         f["cuda_bindings_import"] = _err(e)
-    from .launch import driver_version
+    from trt_kernels.eager.driver import driver_version
 
     f["driver"] = list(driver_version()) if f["cuda_bindings_import"] is None and driver_version() else None
     # NVRTC
@@ -82,7 +82,7 @@ def gather() -> Dict[str, Any]:
     f["nvrtc_archs"] = None
     if f["cuda_bindings_import"] is None:
         try:
-            from .compile import nvrtc_supported_archs, nvrtc_version
+            from trt_kernels.sources.nvrtc import nvrtc_supported_archs, nvrtc_version
 
             f["nvrtc"] = list(nvrtc_version())
             try:
@@ -92,7 +92,7 @@ def gather() -> Dict[str, Any]:
         except Exception as e:  # noqa: BLE001
             f["nvrtc_error"] = _err(e)
     # headers
-    from .compile import default_arch, include_dirs
+    from trt_kernels.sources.nvrtc import default_arch, include_dirs
 
     f["include_dirs"] = []
     pip_dir = None
@@ -108,20 +108,20 @@ def gather() -> Dict[str, Any]:
         f["include_dirs"].append({"path": d, "from": src,
                                   "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
     # probe compile, then (with a GPU) load its PTX and CUBIN
-    from .registry import CHECK_ARCH
+    from trt_kernels.registry import CHECK_ARCH
 
     arch = default_arch() or CHECK_ARCH
     f["probe_arch"] = arch
     f["probe"] = f["ptx_isa"] = f["ptx_load"] = f["cubin_load"] = None
     if f["nvrtc"] is not None:
         try:
-            from .compile import compile_program
+            from trt_kernels.sources.nvrtc import compile_program
 
             prog = compile_program(PROBE_SOURCE, [PROBE_NAME], arch=arch, label="trt-kernels doctor probe")
             f["probe"] = "ok (from the cache)" if prog.from_cache else "ok"
             f["ptx_isa"] = list(prog.ptx_isa) if prog.ptx_isa else None
             if f["cuda_available"]:
-                from .launch import LoadedKernel
+                from trt_kernels.eager.driver import LoadedKernel
 
                 sym = prog.lowered[PROBE_NAME]
                 for key, image in (("ptx_load", prog.ptx + b"\x00"), ("cubin_load", prog.cubin)):
@@ -136,11 +136,11 @@ def gather() -> Dict[str, Any]:
     f["triton"] = f["triton_probe"] = None
     if importlib.util.find_spec("triton") is not None:
         try:
-            from . import _seed_triton
-            from .triton_compile import compile_triton, fp_fusion_option, triton_version
+            from trt_kernels.cli import seed_triton
+            from trt_kernels.sources.triton_compile import compile_triton, fp_fusion_option, triton_version
 
             f["triton"] = triton_version()
-            k = compile_triton(_seed_triton.ttk_selftest_scale, {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32",
+            k = compile_triton(seed_triton.ttk_selftest_scale, {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32",
                                                                  "y_ptr": "*fp32", "BLOCK": "constexpr"},
                                {"BLOCK": 256}, arch=arch, options=fp_fusion_option({"num_warps": 4}),
                                label="trt-kernels doctor probe")
@@ -149,8 +149,8 @@ def gather() -> Dict[str, Any]:
             f["triton_probe"] = _err(e)
     # TensorRT
     try:
-        from .plugins import init
-        from .status import trt_state
+        from trt_kernels.plugins import init
+        from trt_kernels.status import trt_state
 
         init()  # imports tensorrt / torch_tensorrt where installed, as declaring an op would
         f["tensorrt_side"] = dict(trt_state())
@@ -161,7 +161,7 @@ def gather() -> Dict[str, Any]:
     ttrt = sys.modules.get("torch_tensorrt")
     f["torch_tensorrt_module"] = getattr(ttrt, "__version__", None) if ttrt is not None else None
     try:
-        from .testing import emulation_unavailable_reason, unavailable_reason
+        from trt_kernels.testing import emulation_unavailable_reason, unavailable_reason
 
         f["emulation"] = emulation_unavailable_reason()
         f["standin"] = unavailable_reason()
@@ -170,7 +170,7 @@ def gather() -> Dict[str, Any]:
     f["eager_launcher"] = launcher_facts(f["driver"] is not None)
     f["native_kernel"] = native_facts()
     # cache
-    from .cache_store import cache_dir
+    from trt_kernels.cache_store import cache_dir
 
     d = cache_dir()
     f["cache_dir"] = str(d) if d is not None else None
@@ -181,7 +181,7 @@ def gather() -> Dict[str, Any]:
                 n += 1
                 size += p.stat().st_size
     f["cache_files"], f["cache_bytes"] = n, size
-    from .cache_store import trust
+    from trt_kernels.cache_store import trust
 
     f["cache_trust"] = trust()
     return f
@@ -189,7 +189,7 @@ def gather() -> Dict[str, Any]:
 
 def native_facts() -> Dict[str, Any]:
     """Whether ops get the native eager kernel here (built now or loaded from the cache), and why (not)."""
-    from . import native
+    from trt_kernels.eager import native
 
     try:
         if not native.enabled():
@@ -203,20 +203,20 @@ def native_facts() -> Dict[str, Any]:
 def launcher_facts(have_driver: bool) -> Dict[str, Any]:
     """The eager launcher this machine gets: the compiled one (built now or found in the cache, and
     with a driver, bound to its cuLaunchKernel) or cuda.bindings', with the reason."""
-    from . import launcher
-    from .cache_store import cache_root
+    from trt_kernels.cache_store import cache_root
+    from trt_kernels.eager import compiled_launcher
 
     try:
-        lau = launcher.load(cache_root())
+        lau = compiled_launcher.load(cache_root())
         out: Dict[str, Any] = {"launcher": lau.kind, "reason": lau.reason, "path": lau.path, "bound": False}
         if lau.kind == "compiled" and have_driver:
-            bound = launcher.bind(lau)
+            bound = compiled_launcher.bind(lau)
             out.update(launcher=bound.kind, reason=bound.reason if bound.kind != "compiled" else lau.reason,
                        bound=bound.kind == "compiled")
     except Exception as e:  # noqa: BLE001
         out = {"launcher": "python", "reason": _err(e), "path": None, "bound": False}
-    if launcher.preference() != "auto":
-        out["chosen"] = launcher.preference()
+    if compiled_launcher.preference() != "auto":
+        out["chosen"] = compiled_launcher.preference()
     return out
 
 
@@ -226,7 +226,7 @@ def _ver(v) -> str:
 
 def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     """Checks from facts: ``{"check", "status", "detail", "fix"}`` each."""
-    from .ptxcheck import ptx_loadable_note
+    from trt_kernels.sources.ptxcheck import ptx_loadable_note
 
     out: List[Dict[str, str]] = []
 
@@ -319,7 +319,7 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     side = f.get("tensorrt_side") or {}
     trt_v = f.get("tensorrt_module") or d.get("tensorrt") or d.get("tensorrt-cu13") or d.get("tensorrt-cu12")
     ttrt_v = f.get("torch_tensorrt_module") or d.get("torch-tensorrt")
-    from .plugins import pairing_problem, pairings_text
+    from trt_kernels.plugins import pairing_problem, pairings_text
 
     torch_mm = ".".join(str(f.get("torch", "")).split("+")[0].split(".")[:2])
     pair_fix = f"pip install 'torch-tensorrt=={torch_mm}.*' (it pins the TensorRT it was built for; {pairings_text()})"
@@ -416,7 +416,7 @@ def run(as_json: bool) -> int:
     except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
         if not as_json:
             raise
-        from ._cli_inspect import report_error
+        from trt_kernels.cli.inspect import report_error
 
         return report_error(f"doctor could not finish: {_err(e)}. Fix: run `trt-kernels doctor` without --json "
                             "to see the traceback", True, SCHEMA, exit_status=1)
