@@ -17,7 +17,8 @@ from support import ROOT
 # every package of the distribution; the testing package's subfolders trt_emulator/ and shim/ are not modules of
 # trt_kernels.testing (files loaded by path as ``tensorrt.tensorrt`` / ``tensorrt``) and are left out
 PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.cli": ROOT / "trt_kernels" / "cli",
-            "trt_kernels.eager": ROOT / "trt_kernels" / "eager", "trt_kernels.sources": ROOT / "trt_kernels" / "sources",
+            "trt_kernels.eager": ROOT / "trt_kernels" / "eager",
+            "trt_kernels.sources": ROOT / "trt_kernels" / "sources",
             "trt_kernels.testing": ROOT / "trt_kernels" / "testing",
             "trt_kernels.plugins": ROOT / "plugins", "trt_kernels.converters": ROOT / "converters"}
 
