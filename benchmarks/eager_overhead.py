@@ -79,10 +79,11 @@ def _twin_rows(fns, mode, label, op, x, args, launched_by):
 
 
 def _built_with(op_name: str) -> set:
-    from trt_kernels import registry, torch_op
+    from trt_kernels import registry
     from trt_kernels.eager import native
+    from trt_kernels.library import definition
 
-    slot = torch_op.native_slot(op_name)
+    slot = definition.native_slot(op_name)
     if slot is not None and native.variants(slot):
         return {"auto"}
     return {"compiled" if fn.claunch is not None else "python"

@@ -303,7 +303,7 @@ class PluginBuilder:
         params = self._params(trtp.Tensor, [("outputs", self._outs_ann(trtp.Tensor)), ("stream", int), ("tactic", int)])
 
         def body(a: Dict[str, Any]):
-            from trt_kernels.torch_op import launch_into
+            from trt_kernels.eager.cuda_kernel import launch_into
 
             kop = self.kop
             args = []

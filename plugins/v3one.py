@@ -13,7 +13,7 @@ the builder then calls the plugin, which answers from the op's launch plan, as t
 - scalar inputs are plugin fields, named as the op's arguments, serialized with the engine and
   read back by the creator;
 - ``enqueue`` launches the kernel for the chosen tactic on TensorRT's stream through
-  :func:`trt_kernels.torch_op.launch_into` (the CUBIN for the device, the eager argument layout).
+  :func:`trt_kernels.eager.cuda_kernel.launch_into` (the CUBIN for the device, the eager argument layout).
 
 TensorRT-RTX 1.7 has no ``add_plugin`` on its network and no quickly deployable plugins: the ONNX
 parser is its only way in, and it takes ``IPluginV3One`` creators only. Its ONNX parser loads
@@ -251,7 +251,7 @@ def _make_classes(trt):
                 for n, npt, py, d in _fields_of(kop)])
 
         def enqueue(self, input_desc, output_desc, inputs, outputs, workspace, stream):
-            from trt_kernels.torch_op import launch_into
+            from trt_kernels.eager.cuda_kernel import launch_into
 
             kop = self.kop
             tensors = iter(_device_tensor(trt, d, p) for d, p in zip(input_desc, inputs))

@@ -11,8 +11,10 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 
-from trt_kernels import registry, torch_op
+from trt_kernels import registry
 from trt_kernels.errors import SpecError
+from trt_kernels.library import definition
+from trt_kernels.library import schema as torch_schema
 from trt_kernels.op import KernelOp
 from trt_kernels.sources.cuda_source import CudaSource
 from trt_kernels.spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
@@ -226,18 +228,18 @@ def _register(kop: KernelOp, schema: Optional[str]):
     if schema is not None and not isinstance(schema, str):
         raise SpecError(f"{op}: schema: expected a str such as '(Tensor x) -> Tensor', got {type(schema).__name__}. "
                         "Fix: pass the schema text, or leave schema out to derive it from the spec")
-    kop.schema = schema if schema is not None else torch_op.build_schema(kop)
-    torch_op.check_schema(kop)
+    kop.schema = schema if schema is not None else torch_schema.build_schema(kop)
+    torch_schema.check_schema(kop)
     with registry.name_lock(op):
         old = registry.lookup(op)
         registry.check_declaration(kop, old)
         try:
-            torch_op.register(kop)
+            definition.register(kop)
         except Exception:
             if old is not None:
-                torch_op.register(old)  # the earlier declaration keeps working
+                definition.register(old)  # the earlier declaration keeps working
             else:
-                torch_op.forget(op)
+                definition.forget(op)
             raise
         if old is not None:
             _LOG.info("%s: re-declared (the previous declaration is replaced)", op)
@@ -293,4 +295,4 @@ def unregister(op_name: str) -> None:
         kop = registry.remove(op_name)
         if kop is None:
             raise KeyError(f"{op_name!r} was not registered with trt_kernels")
-        torch_op.unregister(kop)
+        definition.unregister(kop)

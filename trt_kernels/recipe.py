@@ -10,7 +10,7 @@ readers:
 - the generated Python launcher (:func:`trt_kernels.eager.fastpath.launcher_parts`), which writes the
   parameters out as Python;
 - the native kernel (:func:`trt_kernels.eager.native.encode`), which encodes them as data;
-- :func:`trt_kernels.torch_op.launch_into` (TensorRT's JIT plugin, the replays), through :meth:`values`;
+- :func:`trt_kernels.eager.cuda_kernel.launch_into` (TensorRT's JIT plugin, the replays), through :meth:`values`;
 - the TensorRT plugins' AOT impl, through :meth:`aot_extras`.
 
 None of them restates the parameter order or an expression's form: they walk :attr:`params`. A new kind

@@ -11,8 +11,8 @@ import torch
 import trt_kernels as ttk
 from kernels import scale_spec, sigmoid_spec, unique
 from trt_kernels import registry
+from trt_kernels.eager.cuda_kernel import launch_into
 from trt_kernels.errors import UnregisteredOpError
-from trt_kernels.torch_op import launch_into
 
 
 def op_of(name):

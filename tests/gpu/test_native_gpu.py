@@ -12,7 +12,7 @@ import torch
 import trt_kernels as ttk
 from trt_kernels.eager import native
 from trt_kernels.errors import UnregisteredOpError
-from trt_kernels.torch_op import native_slot
+from trt_kernels.library.definition import native_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import seed_specs  # noqa: E402

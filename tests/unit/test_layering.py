@@ -17,6 +17,7 @@ from support import ROOT
 # every package of the distribution; the testing package's subfolders trt_emulator/ and shim/ are not modules of
 # trt_kernels.testing (files loaded by path as ``tensorrt.tensorrt`` / ``tensorrt``) and are left out
 PACKAGES = {"trt_kernels": ROOT / "trt_kernels", "trt_kernels.cli": ROOT / "trt_kernels" / "cli",
+            "trt_kernels.library": ROOT / "trt_kernels" / "library",
             "trt_kernels.eager": ROOT / "trt_kernels" / "eager",
             "trt_kernels.sources": ROOT / "trt_kernels" / "sources",
             "trt_kernels.testing": ROOT / "trt_kernels" / "testing",
@@ -167,14 +168,16 @@ def test_no_import_cycle_among_trt_kernels_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_torch_op_builds_on_the_dispatcher_and_loads_the_launch_code_at_the_first_launch():
+def test_the_cuda_kernel_builds_on_the_dispatcher_and_loads_the_launch_code_at_the_first_launch():
     graph, every = import_graph(), import_graph(all_levels=True)
-    assert "trt_kernels.eager.dispatcher" in graph["trt_kernels.torch_op"]
+    assert "trt_kernels.eager.dispatcher" in graph["trt_kernels.eager.cuda_kernel"]
+    assert "trt_kernels.eager.cuda_kernel" in graph["trt_kernels.library.definition"]
     # the launch-code generator (and through it the CUDA launch modules) is imported at the first launch
-    assert "trt_kernels.eager.fastpath" not in graph["trt_kernels.torch_op"]
-    assert "trt_kernels.eager.fastpath" in every["trt_kernels.torch_op"]
+    for m in ("trt_kernels.eager.cuda_kernel", "trt_kernels.library.definition"):
+        assert "trt_kernels.eager.fastpath" not in graph[m]
+    assert "trt_kernels.eager.fastpath" in every["trt_kernels.eager.cuda_kernel"]
     for m in ("trt_kernels.eager.fastpath", "trt_kernels.eager.dispatcher"):
-        assert "trt_kernels.torch_op" not in every[m]
+        assert "trt_kernels.eager.cuda_kernel" not in every[m] and "trt_kernels.library.definition" not in every[m]
 
 
 def test_the_scan_sees_a_cycle(tmp_path):

@@ -318,7 +318,7 @@ _SEEN = []
 
 
 def test_without_a_cxx_compiler_ops_keep_the_python_kernel(monkeypatch, tmp_path):
-    from trt_kernels import torch_op
+    from trt_kernels.library import definition
 
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-g++"))
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
@@ -330,7 +330,7 @@ def test_without_a_cxx_compiler_ops_keep_the_python_kernel(monkeypatch, tmp_path
     name = unique()
     ttk.cuda_kernel_op(name, sigmoid_spec())
     assert native.register(registry.get(name), lambda *a: None) is None  # what a CUDA torch would be told
-    assert torch_op.native_slot(name) is None
+    assert definition.native_slot(name) is None
     assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "CUDA")  # the Python kernel
     assert native.describe() == {"native": "no", "reason": nat.reason}
 

@@ -192,7 +192,7 @@ def test_eager_launcher_same_dim():
 
 def test_launch_into_checks(monkeypatch):
     """TensorRT's JIT impl and the replays launch through launch_into: the check holds there too."""
-    from trt_kernels.torch_op import launch_into
+    from trt_kernels.eager.cuda_kernel import launch_into
 
     name, kop = declare(add_spec())
     with pytest.raises(ttk.InputError, match="must have equal shapes"):

@@ -195,7 +195,7 @@ def test_dispatcher_key_tells_combinations_apart(arch):
     """Eager's dispatch key holds every tensor input's dtype, so two combinations that share x's dtype
     (float32 x with a float32 or a float64 w) get different launchers."""
     name, kop = declare(rmsnorm_mixed_spec(dtypes=[(F32, F32), (F32, F64)]))
-    from trt_kernels.torch_op import check_tensor_args
+    from trt_kernels.library.arguments import check_tensor_args
 
     assert check_tensor_args(kop, [meta(2, 3), meta(3), ]) == (F32, F32)
     assert check_tensor_args(kop, [meta(2, 3), meta(3, dtype=F64)]) == (F32, F64)

@@ -80,7 +80,7 @@ def _arguments(op, args):
     """The op's record, its contiguous tensor inputs, its scalar attributes and TensorRT's input list."""
     kop = registry.get(_op_name(op))
     if kop.sig.checks:  # the engine does not check sizes at run time: refuse mismatched inputs as eager does
-        from trt_kernels.torch_op import make_size_check
+        from trt_kernels.library.arguments import make_size_check
 
         make_size_check(kop)(args)
     tensors = [a.contiguous() for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
@@ -128,7 +128,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
         eager = kop.overload(*args)  # the op as users call it (eager uses tactic 1)
         eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
     else:  # the eager launcher at the same tactic: CUBIN and int-evaluated plan, same block
-        from trt_kernels.torch_op import launch_into
+        from trt_kernels.eager.cuda_kernel import launch_into
 
         eager = [torch.empty_like(o) for o in outs]
         eager_args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]

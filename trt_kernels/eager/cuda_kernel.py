@@ -1,0 +1,128 @@
+"""The op's eager CUDA kernel, from its :class:`~trt_kernels.recipe.LaunchRecipe`: :func:`make_cuda_impl`
+(the function torch calls: look up, or build at the first call, the launcher for the inputs' dtype and ranks)
+and :func:`launch_into` (one launch into given outputs on a given stream: TensorRT's JIT plugin impl and the
+replay checks)."""
+
+from __future__ import annotations
+
+import struct
+import threading
+from typing import Any, Dict, Sequence, Tuple
+
+import torch
+
+from trt_kernels.eager.dispatcher import build_dispatcher
+from trt_kernels.errors import InputError
+from trt_kernels.library.arguments import check_scalar_args, check_tensor_args, make_size_check
+from trt_kernels.op import KernelOp
+
+
+def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
+    """The eager CUDA kernel: look up (or build) the launcher for the inputs' dtype and ranks.
+
+    Launchers are specialized functions from :mod:`trt_kernels.eager.fastpath`; building one checks
+    the dtypes and ranks (clear errors), later calls only look it up.
+    """
+    tpos = kop.sig.tensor_pos
+    entries: Dict[Tuple, Any] = {}
+    lock = threading.Lock()
+
+    def new_entry(key, args):
+        ts = [args[i] for i in tpos]
+        for t in ts:
+            if not isinstance(t, torch.Tensor):
+                break
+            if t.device.type != "cuda":
+                raise InputError(f"{kop.op_name}: inputs are on different devices "
+                                 f"({', '.join(str(t.device) for t in ts)}). "
+                                 "Fix: move them to one CUDA device")
+        kdt = check_tensor_args(kop, ts)
+        dev = ts[0].get_device()
+        recipe = kop.recipe(kdt, tuple(t.dim() for t in ts), 1, _arch_of(kop, dev))
+        with lock:
+            fn = entries.get(key)
+            if fn is None:
+                from trt_kernels.eager.fastpath import (
+                    build_launcher,  # (with the CUDA launch modules) at the first launch
+                )
+
+                kernel = kop.loaded_kernel(kdt, dev)
+                fn = build_launcher(kop, recipe, kernel)
+                entries[key] = fn
+                slot = definition.native if definition is not None else None
+                if slot is not None:  # the native kernel launches this key from now on
+                    from trt_kernels.eager import native
+
+                    kernel.handle(dev)
+                    native.add_variant(slot, kop, key, recipe, kernel)
+        return fn
+
+    impl = build_dispatcher(kop, entries, new_entry, shell=shell)
+    impl.__name__ = f"{kop.name}_cuda"
+    return impl
+
+
+def _arch_of(kop: KernelOp, device: int):
+    """The arch the op's builds for ``device`` are for (None where one build serves every device)."""
+    if not kop.source.needs_arch:
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
+def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
+    """Launch the kernel of ``tactic`` on ``stream`` writing into the given ``outs`` (TensorRT's JIT
+    plugin impl and the replay checks).
+
+    ``args`` are the op's arguments in schema order (tensors contiguous, on one device). Override-path
+    ops run their ``eager_fn`` on that stream and copy its results into ``outs``. A kernel whose
+    compiler appended scratch-buffer pointers (Triton) gets buffers allocated here on ``stream``.
+    """
+    kinds = kop.sig.arg_kinds
+    args = kop.with_defaults(tuple(args))
+    tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
+    dev = tensors[0].get_device()
+    if kop.eager_fn is not None:
+        make_size_check(kop)(args)
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
+            res = kop.eager_fn(*args)
+            for o, r in zip(outs, res if isinstance(res, (tuple, list)) else (res,)):
+                o.copy_(r)
+        return
+    kdt = check_tensor_args(kop, tensors)
+    scalars = check_scalar_args(kop, args)
+    tactic = min(max(int(tactic or 1), 1), kop.tactics)
+    ranks = tuple(t.dim() for t in tensors)
+    plan = kop.plan(ranks, tactic)
+    from trt_kernels.eager.driver import driver
+    from trt_kernels.eager.fastpath import relaunch, scalar_error, scratch_buffers, unwritten_error
+    from trt_kernels.plan import concrete
+
+    # the sizes first: a size check or an out-of-range size raises before anything is built or loaded
+    sizes = concrete(plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
+                     [d.name for d in kop.sig.scalar_decls])
+    grid = list(sizes.grid)
+    if not all(grid):
+        if any(o.numel() for o in outs):
+            raise unwritten_error(kop.op_name, grid)
+        return
+    recipe = kop.recipe(kdt, ranks, tactic, _arch_of(kop, dev))
+    image = recipe.image
+    pack = kop.param_pack(recipe)
+    buf, addr, _keep = pack.buffer()
+    try:
+        pack.struct.pack_into(buf, 0, *recipe.values(tensors, scalars, sizes.extras, outs))
+    except (struct.error, OverflowError, TypeError, IndexError) as exc:
+        raise scalar_error(kop, args, exc) from None
+    scratch = []
+    if recipe.needs_scratch:
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
+            scratch = scratch_buffers(recipe.scratch, grid[0] * grid[1] * grid[2], tensors[0].device)
+        pack.set_hidden(buf, [p for _, p in scratch])
+    kernel = kop.loaded_kernel(kdt, dev, tactic)
+    smem = max(sizes.shared_mem, image.shared_mem)
+    (err,) = driver().cuLaunchKernel(kernel.function(dev), *grid, *plan.block, smem, stream, addr, 0)
+    if scratch:
+        pack.set_hidden(buf, [])
+    if err:
+        relaunch(kop, kernel, err, dev, grid, plan.block, smem, addr, stream)

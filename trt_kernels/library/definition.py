@@ -1,0 +1,231 @@
+"""The op's torch definition and its lifecycle: define, point at a declaration, unregister, forget.
+
+Ops are defined with a ``torch.library.Library`` fragment (one per op) rather
+than ``torch.library.custom_op``: on the H100 the same launch body costs
+9.7 us per call as a Library op and 18.6 us under ``custom_op`` (see
+docs/design.md), and the overhead goal is 1.5x ``torch.sigmoid``. The fake impl is
+registered with ``torch.library.register_fake``, so ``torch.compile`` and
+``torch.export`` trace through the op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from trt_kernels._record import FACTORY, Record, plain_record
+from trt_kernels.eager.cuda_kernel import make_cuda_impl
+from trt_kernels.eager.dispatcher import new_shell, release_dispatcher, retarget
+from trt_kernels.errors import SpecError, UnregisteredOpError
+from trt_kernels.library.arguments import make_size_check
+from trt_kernels.library.autograd import make_backward, make_setup_context
+from trt_kernels.library.fake import checked_meta_fn, make_cpu_impl, make_fake_impl
+from trt_kernels.op import KernelOp
+
+# torch's dispatcher does not synchronize its tables with calls in flight (registering or removing
+# a kernel while another thread calls the op can crash the process), so each op name is registered
+# with torch once: a definition and one set of kernels (fake, CUDA, CPU, autograd when declared)
+# whose Python functions stay the same objects. A declaration points them at itself; a
+# re-declaration with the same schema points them at the new one, and unregistering points them
+# at UnregisteredOpError, all without touching torch's tables. A call racing either runs the old or
+# the new declaration, or gets this package's error; an OpOverload kept from before keeps working.
+# torch's tables change again only when the schema changes or autograd comes or goes (the name is
+# then defined anew; a call racing that is not protected). Nothing registered holds a declaration
+# that was replaced or unregistered, so its record is freed.
+
+
+@plain_record
+class _Definition(Record):
+    op_name: str
+    schema: str
+    def_lib: Any
+    kernel_lib: Any = None
+    autograd: bool = False
+    shell: Any = None  # the Python CUDA kernel (dispatcher.new_shell)
+    boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
+    why: str = ""  # what a call gets while no declaration is current
+    native: Optional[int] = None  # the native kernel's slot, where torch calls it in place of the shell
+
+    def __init__(self, op_name: str, schema: str, def_lib: Any, kernel_lib: Any = None, autograd: bool = False,
+                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "", native: Optional[int] = None
+                 ) -> None:
+        self.op_name = op_name
+        self.schema = schema
+        self.def_lib = def_lib
+        self.kernel_lib = kernel_lib
+        self.autograd = autograd
+        self.shell = shell
+        self.native = native
+        self.boxes = {} if boxes is FACTORY else boxes
+        self.why = why
+
+    def boxed(self, role: str) -> Callable[..., Any]:
+        """The function registered for ``role``: it calls whatever the box holds now."""
+        box = self.boxes.setdefault(role, [None])
+
+        def kernel(*args, **kwargs):
+            f = box[0]
+            if f is None:
+                raise UnregisteredOpError(self.why)
+            return f(*args, **kwargs)
+
+        kernel.__name__ = kernel.__qualname__ = f"{self.op_name.replace('::', '_')}_{role}"
+        return kernel
+
+
+_DEFS: Dict[str, _Definition] = {}
+
+
+def _foreign(op_name: str) -> bool:
+    """Whether torch has an op of that name that this package did not define."""
+    if op_name in _DEFS:
+        return False
+    ns, name = op_name.split("::")
+    try:
+        return hasattr(getattr(torch.ops, ns), name)
+    except Exception:  # noqa: BLE001 - an unusable namespace holds no op
+        return False
+
+
+def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
+    """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd). The CUDA
+    kernel is the native one where it can be had (:mod:`trt_kernels.eager.native`, with the shell behind
+    it), else the shell."""
+    ns, name = kop.namespace, kop.name
+    lib = torch.library.Library(ns, "FRAGMENT")
+    try:
+        # torch records where a fake impl was registered, for its messages, by inspecting the frame
+        # _stacklevel above its own. For a frame in a file `inspect` has not mapped yet (this one, in a
+        # fresh process) `inspect.getmodule` walks every loaded module: ~2 ms on the CPU machine, a fifth
+        # of a warm start's seven declarations. _stacklevel=0 names torch.library's own frame instead (its
+        # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
+        # rather than this one as where the fake impl was registered.
+        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
+        d.native = _native_register(kop, d.shell)
+        if d.native is None:
+            lib.impl(name, d.shell, "CUDA")
+        lib.impl(name, d.boxed("cpu"), "CPU")
+        if autograd:
+            torch.library.register_autograd(d.op_name, d.boxed("backward"), setup_context=d.boxed("setup_context"),
+                                            lib=lib)
+    except Exception:
+        _drop_native(d)
+        lib._destroy()
+        raise
+    return lib
+
+
+def native_slot(op_name: str):
+    """The native kernel's slot of an op this package defined (:mod:`trt_kernels.eager.native`), or None
+    where torch calls its Python kernel."""
+    d = _DEFS.get(op_name)
+    return d.native if d is not None else None
+
+
+def _native_register(kop: KernelOp, shell) -> Optional[int]:
+    """The native kernel's slot for ``kop``'s new definition, or None (register ``shell``). A torch
+    without CUDA launches nothing: trt_kernels.eager.native is not even imported then."""
+    if torch.version.cuda is None:
+        return None
+    from trt_kernels.eager import native
+
+    return native.register(kop, shell)
+
+
+def _drop_native(d: _Definition) -> None:
+    if d.native is not None:
+        from trt_kernels.eager import native
+
+        native.release(d.native)
+        d.native = None
+
+
+def _point(d: _Definition, kop: KernelOp) -> None:
+    """Make the definition's kernels run ``kop``."""
+    d.why = f"{kop.op_name} has no current declaration"
+    if kop.eager_fn is not None:
+        names = {"eager": kop.eager_fn}
+        if kop.sig.checks:  # eager_fn replaces the derived launch, which checks the sizes
+            names["check"] = make_size_check(kop)
+        retarget(d.shell, names, f"<trt_kernels eager_fn {kop.op_name}>")
+    else:
+        make_cuda_impl(kop, shell=d.shell, definition=d)
+    kop.cuda_impl = d.shell
+    fake = make_fake_impl(kop) if kop.meta_fn is None else checked_meta_fn(kop) if kop.sig.checks else kop.meta_fn
+    roles = {"fake": fake, "cpu": make_cpu_impl(kop)}
+    if kop.backward is not None:
+        roles.update(backward=make_backward(kop), setup_context=make_setup_context(kop))
+    for role, box in d.boxes.items():
+        box[0] = roles.get(role)
+    for role, fn in roles.items():
+        d.boxes.setdefault(role, [fn])
+
+
+def register(kop: KernelOp) -> None:
+    """Give ``kop`` its torch op: define it (or keep the definition and kernels of an earlier
+    declaration with the same schema, pointing them at ``kop``)."""
+    op = kop.op_name
+    autograd = kop.backward is not None
+    d = _DEFS.get(op)
+    if d is not None and d.schema != kop.schema:  # another signature: the name is defined anew
+        forget(op)
+        d = None
+    if d is None:
+        if _foreign(op):
+            raise SpecError(f"{op}: torch already has an op of that name that trt_kernels did not register. "
+                            "Fix: choose another name")
+        lib = torch.library.Library(kop.namespace, "FRAGMENT")
+        try:
+            lib.define(f"{kop.name}{kop.schema}")
+        except RuntimeError as e:
+            lib._destroy()
+            raise SpecError(f"{op}: torch refused the definition {kop.name}{kop.schema} ({str(e).splitlines()[0]}). "
+                            "Fix: choose another name") from None
+        d = _DEFS[op] = _Definition(op_name=op, schema=kop.schema, def_lib=lib, shell=new_shell(op))
+    elif d.autograd != autograd and d.kernel_lib is not None:  # autograd comes or goes: new kernels
+        _drop_native(d)
+        d.kernel_lib._destroy()
+        d.kernel_lib = None
+    _point(d, kop)
+    if d.kernel_lib is None:
+        d.kernel_lib = _register_kernels(d, kop, autograd)
+        d.autograd = autograd
+    if d.native is not None:  # its launches become native as this declaration's launchers are built
+        from trt_kernels.eager import native
+
+        native.reset(d.native, kop)
+    kop.library = d.kernel_lib
+
+
+def unregister(kop: KernelOp) -> None:
+    """Point the op's kernels at :class:`UnregisteredOpError` until the name is declared again; what
+    they held of ``kop`` is let go of."""
+    d = _DEFS.get(kop.op_name)
+    kop.library = None
+    kop.cuda_impl = None
+    if d is None:
+        return
+    d.why = f"{kop.op_name} was unregistered (trt_kernels.unregister). Fix: declare it again before calling it"
+    for box in d.boxes.values():
+        box[0] = None
+    if d.native is not None:
+        from trt_kernels.eager import native
+
+        native.reset(d.native, None)
+    release_dispatcher(d.shell, d.why, UnregisteredOpError)
+
+
+def forget(op_name: str) -> None:
+    """Remove ``op_name`` from torch (a first declaration that failed, or a schema that changed)."""
+    d = _DEFS.pop(op_name, None)
+    if d is not None:
+        d.why = f"{op_name} was defined anew"
+        for box in d.boxes.values():
+            box[0] = None
+        release_dispatcher(d.shell, d.why, UnregisteredOpError)
+        _drop_native(d)
+        for lib in (d.kernel_lib, d.def_lib):
+            if lib is not None:
+                lib._destroy()
