@@ -12,25 +12,21 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
+from trt_kernels.dtypes import TENSOR_TYPES
 from trt_kernels.expr import Evaluator
-
-# torch dtype <-> trt.DataType member name
-_TORCH_TO_TRT_NAME = {
-    torch.float32: "FLOAT", torch.float16: "HALF", torch.bfloat16: "BF16", torch.int32: "INT32",
-    torch.int64: "INT64", torch.int8: "INT8", torch.uint8: "UINT8", torch.bool: "BOOL",
-}
 
 
 def trt_dtype(trt, dtype: torch.dtype):
-    name = _TORCH_TO_TRT_NAME.get(dtype)
+    name = TENSOR_TYPES[dtype].trt if dtype in TENSOR_TYPES else None
     if name is None:
         raise TypeError(f"TensorRT has no dtype for {dtype}")
     return getattr(trt.DataType, name)
 
 
 def torch_dtype(trt, value) -> Optional[torch.dtype]:
-    for d, name in _TORCH_TO_TRT_NAME.items():
-        if value == getattr(trt.DataType, name, object()):
+    """The torch dtype of a ``trt.DataType`` value (None for one no kernel may declare)."""
+    for d, t in TENSOR_TYPES.items():
+        if t.trt is not None and value == getattr(trt.DataType, t.trt, object()):
             return d
     return None
 

@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
+from trt_kernels.dtypes import TENSOR_TYPES
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
 from trt_kernels.plugins.shapes import torch_dtype, trt_dtype
@@ -306,16 +307,12 @@ class _DeviceArray:
                                          "version": 3, "strides": None}
 
 
-# torch dtype -> (__cuda_array_interface__ typestr, the dtype that typestr gives); bfloat16 has no typestr
-_TYPESTR = {torch.float32: ("<f4", torch.float32), torch.float16: ("<f2", torch.float16),
-            torch.bfloat16: ("<u2", torch.int16), torch.int32: ("<i4", torch.int32), torch.int64: ("<i8", torch.int64),
-            torch.int8: ("|i1", torch.int8), torch.uint8: ("|u1", torch.uint8), torch.bool: ("|b1", torch.bool)}
 
 
 def _device_tensor(trt, desc, ptr) -> torch.Tensor:
     """A torch view of a TensorRT binding (no copy)."""
     dt = torch_dtype(trt, desc.type)
-    typestr, got = _TYPESTR[dt]
+    typestr, got = TENSOR_TYPES[dt].typestr, TENSOR_TYPES[dt].view
     t = torch.as_tensor(_DeviceArray(ptr, tuple(desc.dims), typestr), device="cuda")
     return t if got is dt else t.view(dt)
 

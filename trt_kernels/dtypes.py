@@ -1,36 +1,86 @@
-"""The dtypes a kernel may declare, with their C spelling and TensorRT names."""
+"""The dtypes a kernel may declare and the scalar types an op may take: one table each, with every spelling
+the package needs (C++, TensorRT, Triton, ONNX, the CUDA array interface, struct codes, torch's schema).
+Every other module asks here; none keeps its own mapping."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
-# torch dtype -> (C++ type used to instantiate a template, TensorRT autotune type name, header)
-_TABLE = {
-    torch.float32: ("float", "FP32", None),
-    torch.float16: ("__half", "FP16", "cuda_fp16.h"),
-    torch.bfloat16: ("__nv_bfloat16", "BF16", "cuda_bf16.h"),
-    torch.float64: ("double", None, None),
-    torch.int32: ("int", "INT32", None),
-    torch.int64: ("long long", "INT64", None),
-    torch.int8: ("signed char", "INT8", None),
-    torch.uint8: ("unsigned char", "UINT8", None),
-    torch.bool: ("bool", "BOOL", None),
+from trt_kernels._record import Frozen, plain_record
+
+
+@plain_record
+class TensorType(Frozen):
+    """One tensor dtype's spellings."""
+
+    c: str  # the C++ type a template is instantiated with
+    header: Optional[str]  # the CUDA header that declares it
+    autotune: Optional[str]  # its name in tensorrt.plugin's AutoTuneCombination (None: TensorRT lacks it)
+    trt: Optional[str]  # its trt.DataType member (None: TensorRT lacks it)
+    triton: str  # Triton's signature type
+    onnx: str  # ONNX's type string
+    typestr: str  # the __cuda_array_interface__ typestr of a view of it ...
+    view: torch.dtype  # ... and the dtype that typestr gives (bfloat16 has no typestr: viewed as int16)
+
+    def __init__(self, c: str, header: Optional[str], autotune: Optional[str], trt: Optional[str], triton: str,
+                 onnx: str, typestr: str, view: torch.dtype) -> None:
+        self.__dict__.update(c=c, header=header, autotune=autotune, trt=trt, triton=triton, onnx=onnx,
+                             typestr=typestr, view=view)
+
+
+TENSOR_TYPES = {
+    torch.float32: TensorType("float", None, "FP32", "FLOAT", "fp32", "tensor(float)", "<f4", torch.float32),
+    torch.float16: TensorType("__half", "cuda_fp16.h", "FP16", "HALF", "fp16", "tensor(float16)", "<f2",
+                              torch.float16),
+    torch.bfloat16: TensorType("__nv_bfloat16", "cuda_bf16.h", "BF16", "BF16", "bf16", "tensor(bfloat16)", "<u2",
+                               torch.int16),
+    torch.float64: TensorType("double", None, None, None, "fp64", "tensor(double)", "<f8", torch.float64),
+    torch.int32: TensorType("int", None, "INT32", "INT32", "i32", "tensor(int32)", "<i4", torch.int32),
+    torch.int64: TensorType("long long", None, "INT64", "INT64", "i64", "tensor(int64)", "<i8", torch.int64),
+    torch.int8: TensorType("signed char", None, "INT8", "INT8", "i8", "tensor(int8)", "|i1", torch.int8),
+    torch.uint8: TensorType("unsigned char", None, "UINT8", "UINT8", "u8", "tensor(uint8)", "|u1", torch.uint8),
+    torch.bool: TensorType("bool", None, "BOOL", "BOOL", "i1", "tensor(bool)", "|b1", torch.bool),
 }
 
-SUPPORTED = tuple(_TABLE)
+SUPPORTED = tuple(TENSOR_TYPES)
+
+
+@plain_record
+class ScalarType(Frozen):
+    """One scalar input type's spellings."""
+
+    kind: str  # the parameter kind the launch plan and the packers use
+    size: int  # bytes in the kernel's parameter buffer
+    code: str  # its struct format code
+    c: str  # the C type the kernel declares
+    schema: str  # torch's schema type
+    triton: str  # Triton's signature type
+
+    def __init__(self, kind: str, size: int, code: str, c: str, schema: str, triton: str) -> None:
+        self.__dict__.update(kind=kind, size=size, code=code, c=c, schema=schema, triton=triton)
+
+
+#: a scalar input's Python type -> its spellings
+SCALAR_TYPES = {
+    float: ScalarType("float", 4, "f", "float", "float", "fp32"),
+    int: ScalarType("int", 4, "i", "int", "int", "i32"),
+    bool: ScalarType("bool", 1, "?", "bool", "bool", "i1"),
+}
 
 
 def c_type(dtype: torch.dtype) -> str:
-    return _TABLE[dtype][0]
+    return TENSOR_TYPES[dtype].c
 
 
 def trt_name(dtype: torch.dtype) -> str | None:
     """TensorRT's name for the dtype in ``trtp.AutoTuneCombination`` (None: TensorRT lacks it)."""
-    return _TABLE[dtype][1]
+    return TENSOR_TYPES[dtype].autotune
 
 
 def header(dtype: torch.dtype) -> str | None:
-    return _TABLE[dtype][2]
+    return TENSOR_TYPES[dtype].header
 
 
 def short(dtype: torch.dtype) -> str:

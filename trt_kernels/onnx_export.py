@@ -84,7 +84,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 import torch
 
 from trt_kernels import registry
-from trt_kernels.dtypes import SUPPORTED
+from trt_kernels.dtypes import SUPPORTED, TENSOR_TYPES
 from trt_kernels.errors import OnnxExportError
 from trt_kernels.op import KernelOp
 from trt_kernels.signature import scalar_len, scalar_type, scalar_type_name
@@ -100,11 +100,6 @@ INSTALL = "pip install 'trt-kernels[onnx]'"
 #: node attributes the TensorRT ONNX parser reads itself: no scalar argument may take these names
 RESERVED_ATTRIBUTES = ("plugin_namespace", "plugin_version", "tensorrt_plugin_shape_input_indices")
 
-_ONNX_TENSOR_TYPES = {
-    torch.float32: "tensor(float)", torch.float16: "tensor(float16)", torch.bfloat16: "tensor(bfloat16)",
-    torch.float64: "tensor(double)", torch.int32: "tensor(int32)", torch.int64: "tensor(int64)",
-    torch.int8: "tensor(int8)", torch.uint8: "tensor(uint8)", torch.bool: "tensor(bool)",
-}
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 OpRef = Union[str, KernelOp, "torch._ops.OpOverload", "torch._ops.OpOverloadPacket"]
@@ -169,8 +164,8 @@ def _output_count(kop: KernelOp) -> int:
 
 
 def _type_strings(dtypes: Iterable[torch.dtype]) -> List[str]:
-    types = sorted({_ONNX_TENSOR_TYPES[d] for d in dtypes if d in _ONNX_TENSOR_TYPES})
-    return types or sorted(set(_ONNX_TENSOR_TYPES.values()))
+    types = sorted({TENSOR_TYPES[d].onnx for d in dtypes if d in TENSOR_TYPES})
+    return types or sorted({t.onnx for t in TENSOR_TYPES.values()})
 
 
 def _node_schema(kop: KernelOp, onnx):

@@ -19,6 +19,7 @@ import torch
 
 from trt_kernels import dtypes as _dt
 from trt_kernels._record import Frozen, plain_record
+from trt_kernels.dtypes import SCALAR_TYPES
 from trt_kernels.expr import Const, Expr
 from trt_kernels.spec import InputDecl, ScalarInput
 
@@ -44,9 +45,6 @@ class Param(Frozen):
         self.__dict__.update(kind=kind, size=size, code=code, label=label, role=role, index=index, element=element)
 
 
-#: scalar input type -> (kind, bytes, struct code, C type, schema type)
-SCALAR_TYPES = {float: ("float", 4, "f", "float", "float"), int: ("int", 4, "i", "int", "int"),
-                bool: ("bool", 1, "?", "bool", "bool")}
 
 
 # ----- scalar inputs: a plain scalar, or a fixed-length tuple of them (``ScalarInput("pads", (int, 4))``) -----
@@ -64,7 +62,7 @@ def scalar_len(d: ScalarInput) -> Optional[int]:
 def scalar_type_name(d: ScalarInput) -> str:
     """The input's type as the torch schema writes it: ``float``, ``int[4]``."""
     n = scalar_len(d)
-    base = SCALAR_TYPES[scalar_type(d)][4]
+    base = SCALAR_TYPES[scalar_type(d)].schema
     return base if n is None else f"{base}[{n}]"
 
 
@@ -285,7 +283,8 @@ class Signature(Frozen):
         out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}", "input", t)
                for t, (d, dt) in enumerate(zip(self.tensor_decls, ins))]
         for i, s in enumerate(self.scalar_decls):
-            kind, size, code, ct, _ = SCALAR_TYPES[scalar_type(s)]
+            st = SCALAR_TYPES[scalar_type(s)]
+            kind, size, code, ct = st.kind, st.size, st.code, st.c
             n = scalar_len(s)
             if n is None:
                 out.append(Param(kind, size, code, f"{ct} {s.name}", "scalar", i))

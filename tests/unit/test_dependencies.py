@@ -68,7 +68,8 @@ def _is_local(module: str, path: pathlib.Path) -> bool:
     top = module.split(".")[0]
     if top == "trt_kernels":
         return True
-    return any((d / f"{top}.py").is_file() for d in (path.parent, ROOT / "examples", ROOT / "tests"))
+    folders = (path.parent, ROOT / "examples", ROOT / "benchmarks", ROOT / "tests")
+    return any((d / f"{top}.py").is_file() for d in folders)
 
 
 def _sources():

@@ -153,12 +153,12 @@ def run_compile(cases, namespace: str) -> List[Result]:
 def run_qdp_build(cases, namespace: str) -> List[Result]:
     from trt_kernels import registry
     from trt_kernels.cli import seed_cases as sc
+    from trt_kernels.dtypes import TENSOR_TYPES
     from trt_kernels.op import CHECK_ARCH
     from trt_kernels.plugins.qdp import register_plugin
     from trt_kernels.plugins.shapes import torch_dtype
     from trt_kernels.testing import standin
 
-    names = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16"}
     out: List[Result] = []
     for c in cases:
         def check(c=c):
@@ -166,7 +166,7 @@ def run_qdp_build(cases, namespace: str) -> List[Result]:
             tensors, scalars = _meta_inputs(c)
             want = [(tuple(t.shape), t.dtype) for t in sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars))]
             attrs = {d.name: v for d, v in zip(kop.sig.scalar_decls, scalars)}
-            inputs = [(names[str(t.dtype).replace("torch.", "")], tuple(t.shape)) for t in tensors]
+            inputs = [(TENSOR_TYPES[t.dtype].trt, tuple(t.shape)) for t in tensors]
             with standin() as env:
                 # without a GPU or TRT_KERNELS_ARCH the AOT impl embeds PTX for CHECK_ARCH, as the compile tier builds
                 register_plugin(kop, env.trt, env.trtp, arch=kop.known_arch() or CHECK_ARCH)

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
+from trt_kernels.dtypes import SCALAR_TYPES
 from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
 from trt_kernels.limits import GRID_LIMITS, INT32_MAX, INT64_MAX
-from trt_kernels.signature import SCALAR_TYPES, scalar_len, scalar_type, scalar_value
+from trt_kernels.signature import scalar_len, scalar_type, scalar_value
 
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
     from trt_kernels.recipe import LaunchRecipe
@@ -88,7 +89,7 @@ def scalar_error(kop, args, exc) -> InputError:
                 return e
         for k, v in enumerate([val] if n is None else val):
             try:
-                struct.pack("=" + SCALAR_TYPES[t][2], v)
+                struct.pack("=" + SCALAR_TYPES[t].code, v)
             except (struct.error, OverflowError):
                 kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[t]
                 label = repr(d.name) if n is None else f"{d.name!r}[{k}]"

@@ -29,8 +29,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-import torch
-
 from trt_kernels.cache_store import (
     MEMO_ENTRIES,
     TRITON_MAGIC,
@@ -50,12 +48,6 @@ _MAGIC = TRITON_MAGIC
 _FORMAT = 2  # 2: the store checksums whole entries (1: a checksum of PTX + CUBIN only)
 EXTRA = "trt-kernels[triton]"
 
-#: torch dtype -> Triton signature type
-TRITON_TYPES = {
-    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
-    torch.int32: "i32", torch.int64: "i64", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1",
-}
-SCALAR_TYPES = {float: "fp32", int: "i32", bool: "i1"}
 
 
 def require_triton(what: str = "triton_kernel_op"):

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels import dtypes as _dt
+from trt_kernels.dtypes import SCALAR_TYPES, TENSOR_TYPES
 from trt_kernels.errors import KernelABIError, SpecError
 from trt_kernels.expr import Expr
 from trt_kernels.limits import STATIC_SHARED_MEM
@@ -222,7 +223,7 @@ def declare(
             raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of "
                             f"{fn.__name__!r}. Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
     for d in _dt.flat(sig.kernel_dtypes):
-        if d not in _tc.TRITON_TYPES:
+        if d not in TENSOR_TYPES:
             raise SpecError(f"{op_name}: dtypes: {d} has no Triton type")
     opts = dict(compile_options or {})
     for bad in ("num_warps", "num_stages", "num_ctas"):
@@ -289,11 +290,11 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
 
     def triton_type(p) -> str:
         if p.role == "input":
-            return "*" + _tc.TRITON_TYPES[ins[p.index]]
+            return "*" + TENSOR_TYPES[ins[p.index]].triton
         if p.role == "output":
-            return "*" + _tc.TRITON_TYPES[outs[p.index]]
+            return "*" + TENSOR_TYPES[outs[p.index]].triton
         if p.role == "scalar":
-            return _tc.SCALAR_TYPES[scalar_type(sig.scalar_decls[p.index])]
+            return SCALAR_TYPES[scalar_type(sig.scalar_decls[p.index])].triton
         return "i32"  # an extra: a C int
 
     it = iter([triton_type(p) for p in sig.params(dtype)])
