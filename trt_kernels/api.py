@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import torch
 
 from trt_kernels import registry
+from trt_kernels._record import Frozen, plain_record
 from trt_kernels.errors import SpecError
 from trt_kernels.library import definition
 from trt_kernels.library import schema as torch_schema
@@ -63,12 +64,10 @@ def cuda_kernel_op(
 
     Returns the op (``torch.ops.<ns>.<name>``).
     """
-    _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, backward=backward,
-                     setup_context=setup_context, capability_validator=capability_validator)
-    if setup_context is not None and backward is None:
-        raise SpecError(f"{op_name}: setup_context: given without backward. "
-                        "Fix: pass backward= too, or drop setup_context")
-    parse_op_name(op_name)
+    ov = Overrides(meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, backward=backward, setup_context=setup_context,
+                   schema=schema, supports_dynamic_shapes=supports_dynamic_shapes,
+                   options=_options(requires_output_allocator, priority, capability_validator))
+    ov.check(op_name)
     if not isinstance(spec, KernelSpec):
         raise SpecError(f"{op_name}: spec: expected a trt_kernels.KernelSpec, got {type(spec).__name__}. "
                         "Fix: pass ttk.KernelSpec(...)")
@@ -77,14 +76,7 @@ def cuda_kernel_op(
                              geometries=[spec.geometry], dtypes=spec.dtypes, type_params=spec.type_params,
                              checks=spec.checks, has_meta_fn=meta_fn is not None,
                              has_eager_fn=eager_fn is not None)
-    kop = KernelOp(
-        sig=sig, source=CudaSource(sig, spec), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
-        supports_dynamic_shapes=supports_dynamic_shapes, backward=backward, setup_context=setup_context,
-        options=_options(requires_output_allocator, priority, capability_validator),
-    )
-    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
-    _LOG.debug("%s: %s", op_name, done)
-    return _register(kop, schema)
+    return _declare(sig, CudaSource(sig, spec), ov)
 
 
 def ptx_op(
@@ -114,9 +106,10 @@ def ptx_op(
     PTX entry is checked against them and the eager launch loads the PTX through the driver's
     JIT. ``inputs`` default to the tensor/float/int/bool parameters of ``meta_fn``.
     """
-    parse_op_name(op_name)
-    _check_callables(op_name, meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
-                     capability_validator=capability_validator)
+    ov = Overrides(meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, schema=schema,
+                   supports_dynamic_shapes=supports_dynamic_shapes,
+                   options=_options(requires_output_allocator, priority, capability_validator))
+    ov.check(op_name)
     from trt_kernels.sources.ptx_source import PtxSource
 
     ptx = PtxSource.check(op_name, ptx)
@@ -124,13 +117,7 @@ def ptx_op(
         inputs = _inputs_from_signature(op_name, meta_fn)
     sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=[geometry],
                              checks=checks, has_meta_fn=meta_fn is not None, has_eager_fn=eager_fn is not None)
-    kop = KernelOp(
-        sig=sig, source=PtxSource(sig, ptx, kernel_name), meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn,
-        supports_dynamic_shapes=supports_dynamic_shapes,
-        options=_options(requires_output_allocator, priority, capability_validator),
-    )
-    kop.prepare()  # compiles nothing: the PTX was checked against the declaration above
-    return _register(kop, schema)
+    return _declare(sig, PtxSource(sig, ptx, kernel_name), ov)  # compiles nothing: the PTX is checked
 
 
 def triton_kernel_op(
@@ -175,21 +162,15 @@ def triton_kernel_op(
     """
     from trt_kernels.sources.triton_source import declare
 
-    parse_op_name(op_name)
-    _check_callables(op_name, backward=backward, setup_context=setup_context, capability_validator=capability_validator)
-    if setup_context is not None and backward is None:
-        raise SpecError(f"{op_name}: setup_context: given without backward. "
-                        "Fix: pass backward= too, or drop setup_context")
+    ov = Overrides(backward=backward, setup_context=setup_context, schema=schema,
+                   supports_dynamic_shapes=supports_dynamic_shapes,
+                   options=_options(requires_output_allocator, priority, capability_validator))
+    ov.check(op_name)
     sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
                           constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
                           dtypes=dtypes, type_params=type_params, checks=checks, arch_override=arch_override,
                           compile_options=compile_options)
-    kop = KernelOp(sig=sig, source=source, backward=backward, setup_context=setup_context,
-                   supports_dynamic_shapes=supports_dynamic_shapes,
-                   options=_options(requires_output_allocator, priority, capability_validator))
-    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
-    _LOG.debug("%s: %s", op_name, done)
-    return _register(kop, schema)
+    return _declare(sig, source, ov)
 
 
 def _options(requires_output_allocator: bool, priority: Any, capability_validator: Any) -> dict:
@@ -198,11 +179,53 @@ def _options(requires_output_allocator: bool, priority: Any, capability_validato
                 capability_validator=capability_validator)
 
 
-def _check_callables(op_name: str, **fns: Any) -> None:
-    for field_name, fn in fns.items():
-        if fn is not None and not callable(fn):
-            raise SpecError(f"{op_name}: {field_name}: expected a function, got {type(fn).__name__} {fn!r}"[:300]
-                            + f". Fix: pass a function, or leave {field_name} out")
+@plain_record
+class Overrides(Frozen):
+    """What the user gave beside the kernel and its signature, the same record for every source: functions
+    that replace a derived part (``meta_fn``, ``eager_fn``, ``aot_fn``), autograd, the schema, and the
+    converter's options."""
+
+    meta_fn: Optional[Callable[..., Any]] = None
+    eager_fn: Optional[Callable[..., Any]] = None
+    aot_fn: Optional[Callable[..., Any]] = None
+    backward: Optional[Callable[..., Any]] = None
+    setup_context: Optional[Callable[..., Any]] = None
+    schema: Optional[str] = None
+    supports_dynamic_shapes: bool = True
+    options: Optional[dict] = None
+
+    def __init__(self, meta_fn: Optional[Callable[..., Any]] = None, eager_fn: Optional[Callable[..., Any]] = None,
+                 aot_fn: Optional[Callable[..., Any]] = None, backward: Optional[Callable[..., Any]] = None,
+                 setup_context: Optional[Callable[..., Any]] = None, schema: Optional[str] = None,
+                 supports_dynamic_shapes: bool = True, options: Optional[dict] = None) -> None:
+        self.__dict__.update(meta_fn=meta_fn, eager_fn=eager_fn, aot_fn=aot_fn, backward=backward,
+                             setup_context=setup_context, schema=schema,
+                             supports_dynamic_shapes=supports_dynamic_shapes, options=options)
+
+    def check(self, op_name: str) -> None:
+        """The op name, and the functions (each callable; ``setup_context`` only with ``backward``)."""
+        parse_op_name(op_name)
+        fns = dict(meta_fn=self.meta_fn, eager_fn=self.eager_fn, aot_fn=self.aot_fn, backward=self.backward,
+                   setup_context=self.setup_context,
+                   capability_validator=(self.options or {}).get("capability_validator"))
+        for field_name, fn in fns.items():
+            if fn is not None and not callable(fn):
+                raise SpecError(f"{op_name}: {field_name}: expected a function, got {type(fn).__name__} {fn!r}"[:300]
+                                + f". Fix: pass a function, or leave {field_name} out")
+        if self.setup_context is not None and self.backward is None:
+            raise SpecError(f"{op_name}: setup_context: given without backward. "
+                            "Fix: pass backward= too, or drop setup_context")
+
+
+def _declare(sig, source, ov: Overrides):
+    """The one declaration pipeline every source ends in: the op record, its build (now, or deferred), and
+    its registration."""
+    kop = KernelOp(sig=sig, source=source, meta_fn=ov.meta_fn, eager_fn=ov.eager_fn, aot_fn=ov.aot_fn,
+                   backward=ov.backward, setup_context=ov.setup_context,
+                   supports_dynamic_shapes=ov.supports_dynamic_shapes, options=dict(ov.options or {}))
+    done = "compiling deferred" if registry.compile_deferred() else kop.prepare()  # errors surface here
+    _LOG.debug("%s: %s", sig.op_name, done)
+    return _register(kop, ov.schema)
 
 
 def _inputs_from_signature(op_name: str, fn: Callable[..., Any]):

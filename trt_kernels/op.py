@@ -96,23 +96,13 @@ class KernelOp:
     library: Any = None
     cuda_impl: Any = None  # the function registered as the op's CUDA kernel
     tensorrt: TensorRTSide = field(default_factory=TensorRTSide)
-    _binaries: Dict[Optional[str], Binary] = field(default_factory=dict)
-    _plans: Dict[Tuple, LaunchPlan] = field(default_factory=dict)
-    _loaded: Dict[Tuple, LoadedKernel] = field(default_factory=dict)
-    _packs: Dict[Tuple, ParamPack] = field(default_factory=dict)
-    _recipes: Dict[Tuple, LaunchRecipe] = field(default_factory=dict)
-    _meta: Dict[Tuple[int, ...], list] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __init__(self, sig: Signature, source: KernelSource, meta_fn: Optional[Callable[..., Any]] = None,
                  eager_fn: Optional[Callable[..., Any]] = None, aot_fn: Optional[Callable[..., Any]] = None,
                  backward: Optional[Callable[..., Any]] = None, setup_context: Optional[Callable[..., Any]] = None,
                  supports_dynamic_shapes: bool = True, options: Dict[str, Any] = FACTORY, schema: str = "",
                  defaults: Tuple[Any, ...] = (), library: Any = None, cuda_impl: Any = None,
-                 tensorrt: TensorRTSide = FACTORY, _binaries: Dict[Optional[str], Binary] = FACTORY,
-                 _plans: Dict[Tuple, LaunchPlan] = FACTORY, _loaded: Dict[Tuple, LoadedKernel] = FACTORY,
-                 _packs: Dict[Tuple, ParamPack] = FACTORY, _recipes: Dict[Tuple, LaunchRecipe] = FACTORY,
-                 _meta: Dict[Tuple[int, ...], list] = FACTORY, _lock: threading.Lock = FACTORY) -> None:
+                 tensorrt: TensorRTSide = FACTORY) -> None:
         self.sig = sig
         self.source = source
         self.meta_fn = meta_fn
@@ -127,15 +117,22 @@ class KernelOp:
         self.library = library
         self.cuda_impl = cuda_impl
         self.tensorrt = TensorRTSide() if tensorrt is FACTORY else tensorrt
-        self._binaries = {} if _binaries is FACTORY else _binaries
-        self._plans = {} if _plans is FACTORY else _plans
-        self._loaded = {} if _loaded is FACTORY else _loaded
-        self._packs = {} if _packs is FACTORY else _packs
-        self._recipes = {} if _recipes is FACTORY else _recipes
-        self._meta = {} if _meta is FACTORY else _meta
-        self._lock = threading.Lock() if _lock is FACTORY else _lock
+        # the op's own memos (not fields: made here, read through the methods below)
+        self._binaries: Dict[Optional[str], Binary] = {}
+        self._plans: Dict[Tuple, LaunchPlan] = {}
+        self._loaded: Dict[Tuple, LoadedKernel] = {}
+        self._packs: Dict[Tuple, ParamPack] = {}
+        self._recipes: Dict[Tuple, LaunchRecipe] = {}
+        self._meta: Dict[Tuple[int, ...], list] = {}
+        self._lock = threading.Lock()
 
     __repr__ = record_repr
+
+    def __deepcopy__(self, memo: dict) -> "KernelOp":
+        """A copy of the declaration's fields, with memos (builds, plans, loaded kernels) of its own, empty."""
+        import copy
+
+        return KernelOp(**{n: copy.deepcopy(getattr(self, n), memo) for n in self.__match_args__})
 
     # ----- identity -----
     @property
@@ -189,6 +186,13 @@ class KernelOp:
                 "Fix: run on a CUDA machine, or set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH=sm_90"
             )
         return normalize_arch(arch)
+
+    def device_arch(self, device: int) -> Optional[str]:
+        """The arch the op's builds for CUDA device ``device`` are for (None where one build serves every
+        device: PTX the driver JIT-compiles). Every eager reader asks here."""
+        if not self.source.needs_arch:
+            return None
+        return normalize_arch(torch.cuda.get_device_capability(device))
 
     def known_arch(self) -> Optional[str]:
         """The arch builds are for when one is known without compiling (the override, TRT_KERNELS_ARCH,
@@ -364,10 +368,7 @@ class KernelOp:
     # ----- eager loading -----
     def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1) -> LoadedKernel:
         """The kernel for ``dtype`` and ``tactic`` built for ``device``'s arch, loaded."""
-        arch = None
-        if self.source.needs_arch:
-            major, minor = torch.cuda.get_device_capability(device)
-            arch = f"sm_{major}{minor}"
+        arch = self.device_arch(device)
         b = self.binary(arch)
         k = b.kernel(dtype, tactic)
         key = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic)

@@ -50,6 +50,8 @@ def gather() -> Dict[str, Any]:
     try:
         import torch
 
+        from trt_kernels.sources.nvrtc import normalize_arch
+
         f["torch"] = torch.__version__
         f["torch_cuda"] = torch.version.cuda
         f["cuda_available"] = bool(torch.cuda.is_available())
@@ -57,7 +59,7 @@ def gather() -> Dict[str, Any]:
         if f["cuda_available"]:
             for i in range(torch.cuda.device_count()):
                 cap = torch.cuda.get_device_capability(i)
-                gpus.append({"index": i, "name": torch.cuda.get_device_name(i), "arch": f"sm_{cap[0]}{cap[1]}"})
+                gpus.append({"index": i, "name": torch.cuda.get_device_name(i), "arch": normalize_arch(cap)})
         f["gpus"] = gpus
     except Exception as e:  # noqa: BLE001
         f["torch"] = None

@@ -38,7 +38,7 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
                                  "Fix: move them to one CUDA device")
         kdt = check_tensor_args(kop, ts)
         dev = ts[0].get_device()
-        recipe = kop.recipe(kdt, tuple(t.dim() for t in ts), 1, _arch_of(kop, dev))
+        recipe = kop.recipe(kdt, tuple(t.dim() for t in ts), 1, kop.device_arch(dev))
         with lock:
             fn = entries.get(key)
             if fn is None:
@@ -60,14 +60,6 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     impl = build_dispatcher(kop, entries, new_entry, shell=shell)
     impl.__name__ = f"{kop.name}_cuda"
     return impl
-
-
-def _arch_of(kop: KernelOp, device: int):
-    """The arch the op's builds for ``device`` are for (None where one build serves every device)."""
-    if not kop.source.needs_arch:
-        return None
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}"
 
 
 def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
@@ -106,7 +98,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         if any(o.numel() for o in outs):
             raise unwritten_error(kop.op_name, grid)
         return
-    recipe = kop.recipe(kdt, ranks, tactic, _arch_of(kop, dev))
+    recipe = kop.recipe(kdt, ranks, tactic, kop.device_arch(dev))
     image = recipe.image
     pack = kop.param_pack(recipe)
     buf, addr, _keep = pack.buffer()
