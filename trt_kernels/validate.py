@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import keyword
 import math
-from typing import Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -370,13 +370,8 @@ def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
     extras = sequence(op, "extras", extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
     out = []
     for i, e in enumerate(extras):
-        try:
-            e = lift(e)
-        except TypeError:
-            raise fail(op, f"extras[{i}]", f"{e!r} is not a size expression",
-                        "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic on them") from None
-        _check_expr(op, f"extras[{i}]", e, tnames, tensors, lo=-(2**31), hi=2**31 - 1, what="a C int extra",
-                    scalars=scalars)
+        e = _size_expr(op, f"extras[{i}]", e, "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic "
+                       "on them", tnames, tensors, scalars, lo=-(2**31), hi=2**31 - 1, what="a C int extra")
         out.append(e)
     return out
 
@@ -558,6 +553,17 @@ def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
                     f"use an axis in [{-decl.ndim}, {decl.ndim - 1}]")
 
 
+def _size_expr(op: str, where: str, e: Any, fix: str, tnames: Sequence[str], tensors: Sequence[InputDecl],
+               scalars: Sequence[ScalarInput], *, lo: int, hi: int, what: str) -> Expr:
+    """``e`` as a size expression (an int, or arithmetic on sizes), checked by :func:`_check_expr`."""
+    try:
+        e = lift(e)
+    except TypeError:
+        raise fail(op, where, f"{e!r} is not a size expression", fix) from None
+    _check_expr(op, where, e, tnames, tensors, lo=lo, hi=hi, what=what, scalars=scalars)
+    return e
+
+
 def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl], *,
                 lo: Optional[int] = None, hi: Optional[int] = None, what: str = "",
                 scalars: Sequence[ScalarInput] = ()) -> None:
@@ -641,13 +647,8 @@ def _check_shape(op: str, where: str, shape, tnames, tensors, scalars=()) -> Non
             raise fail(op, where + ".dims", f"duplicate axes in {dims}", "list each reduced axis once")
     elif isinstance(shape, (tuple, list)):
         for i, e in enumerate(shape):
-            try:
-                e = lift(e)
-            except TypeError:
-                raise fail(op, f"{where}[{i}]", f"{e!r} is not a size expression",
-                            "use ints, ttk.Numel, ttk.DimSize and arithmetic") from None
-            _check_expr(op, f"{where}[{i}]", e, tnames, tensors, lo=0, hi=2**63 - 1, what="an output dimension",
-                        scalars=scalars)
+            _size_expr(op, f"{where}[{i}]", e, "use ints, ttk.Numel, ttk.DimSize and arithmetic", tnames, tensors,
+                       scalars, lo=0, hi=2**63 - 1, what="an output dimension")
     else:
         raise fail(op, where, f"{shape!r} is not a shape",
                     "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")

@@ -412,16 +412,16 @@ def verdict(checks: List[Dict[str, str]]) -> str:
 
 
 def run(as_json: bool) -> int:
-    try:
-        facts = gather()
-        checks = assess(facts)
-    except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
-        if not as_json:
-            raise
-        from trt_kernels.cli.inspect import report_error
+    from trt_kernels.cli.inspect import gather_or_report
 
-        return report_error(f"doctor could not finish: {_err(e)}. Fix: run `trt-kernels doctor` without --json "
-                            "to see the traceback", True, SCHEMA, exit_status=1)
+    def facts_and_checks():
+        facts = gather()
+        return facts, assess(facts)
+
+    got, failed = gather_or_report("doctor", facts_and_checks, as_json, SCHEMA, _err)
+    if failed is not None:
+        return failed
+    facts, checks = got
     status = exit_status(checks)
     if as_json:
         print(json.dumps({"schema": SCHEMA, "facts": facts, "checks": checks, "verdict": verdict(checks),

@@ -12,7 +12,7 @@ import json
 import os
 import runpy
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trt_kernels.errors import CompileError, KernelABIError
 from trt_kernels.registry import CHECK_ARCH
@@ -77,6 +77,19 @@ def report_error(message: str, as_json: bool, schema: str, **fields: Any) -> int
     if as_json:
         print(json.dumps({"schema": schema, **fields, "ok": False, "error": message}, indent=2))
     return 1
+
+
+def gather_or_report(command: str, gather: Callable[[], Any], as_json: bool, schema: str,
+                     describe: Callable[[BaseException], str]) -> Tuple[Any, Optional[int]]:
+    """``(gather(), None)``; where ``gather`` raises (a bug of ``command``), ``(None, exit status)`` after the
+    error is reported under ``--json`` (its one document still printed), and the exception re-raised without."""
+    try:
+        return gather(), None
+    except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
+        if not as_json:
+            raise
+        return None, report_error(f"{command} could not finish: {describe(e)}. Fix: run `trt-kernels {command}` "
+                                  "without --json to see the traceback", True, schema, exit_status=1)
 
 
 def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:

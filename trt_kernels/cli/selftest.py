@@ -398,15 +398,11 @@ def format_table(results: Sequence[Result]) -> str:
 
 
 def run(as_json: bool) -> int:
-    try:
-        results = selftest()
-    except Exception as e:  # noqa: BLE001 - a bug here; --json still gets its one document
-        if not as_json:
-            raise
-        from trt_kernels.cli.inspect import report_error
+    from trt_kernels.cli.inspect import gather_or_report
 
-        return report_error(f"selftest could not finish: {_fail_text(e)}. Fix: run `trt-kernels selftest` without "
-                            "--json to see the traceback", True, SCHEMA, exit_status=1)
+    results, failed = gather_or_report("selftest", selftest, as_json, SCHEMA, _fail_text)
+    if failed is not None:
+        return failed
     status = exit_status(results)
     if as_json:
         print(json.dumps({"schema": SCHEMA, "tiers": list(TIER_IDS),

@@ -132,25 +132,22 @@ class _Names:
     def scalar(self, s: int, index: Optional[int]) -> str:
         name = f"c{s}" if index is None else f"c{s}_{int(index)}"
         if name not in self.have:
-            self.have.add(name)
-            arg = f"a{self.arg_of_scalar[s]}"
-            self.lines.append(f"    {name} = {arg}" if index is None else f"    {name} = {arg}[{int(index)}]")
             self.scalars.append(name)
+        arg = f"a{self.arg_of_scalar[s]}"
+        return self._bound(name, arg if index is None else f"{arg}[{int(index)}]")
+
+    def _bound(self, name: str, code: str) -> str:
+        """``name``, bound to ``code`` by a line of the generated function the first time it is asked for."""
+        if name not in self.have:
+            self.have.add(name)
+            self.lines.append(f"    {name} = {code}")
         return name
 
     def numel(self, t: int) -> str:
-        name = f"n{t}"
-        if name not in self.have:
-            self.have.add(name)
-            self.lines.append(f"    {name} = a{self.arg_of_tensor[t]}.numel()")
-        return name
+        return self._bound(f"n{t}", f"a{self.arg_of_tensor[t]}.numel()")
 
     def shape(self, t: int) -> str:
-        name = f"s{t}"
-        if name not in self.have:
-            self.have.add(name)
-            self.lines.append(f"    {name} = a{self.arg_of_tensor[t]}.shape")
-        return name
+        return self._bound(f"s{t}", f"a{self.arg_of_tensor[t]}.shape")
 
 
 def py_source(e: Expr, names: _Names) -> str:

@@ -29,22 +29,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from trt_kernels.cache_store import (
-    MEMO_ENTRIES,
-    TRITON_MAGIC,
-    LRUMemo,
-    cache_root,
-    pack_payload,
-    read_entry,
-    read_roots,
-    unpack_payload,
-    write_entry,
-)
+from trt_kernels import cache_store
 from trt_kernels.errors import CompileError, SpecError
 from trt_kernels.sources.kernel_source import ptx_isa
 
 _LOG = logging.getLogger("trt_kernels")
-_MAGIC = TRITON_MAGIC
+_MAGIC = cache_store.TRITON_MAGIC
 _FORMAT = 2  # 2: the store checksums whole entries (1: a checksum of PTX + CUBIN only)
 EXTRA = "trt-kernels[triton]"
 
@@ -192,12 +182,12 @@ def _encode(k: TritonKernel) -> bytes:
     """An entry's payload (:func:`~trt_kernels.cache_store.pack_payload`): the metadata and format as
     the header, then the PTX and the CUBIN. The store frames and checksums it."""
     meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache")}
-    return pack_payload(dict(meta, format=_FORMAT), ptx=k.ptx, cubin=k.cubin)
+    return cache_store.pack_payload(dict(meta, format=_FORMAT), ptx=k.ptx, cubin=k.cubin)
 
 
 def _decode(payload: bytes, key: str) -> TritonKernel:
     """The kernel in a payload the store has checked; raises on one of another format or key."""
-    meta, (ptx, cubin) = unpack_payload(payload, "ptx", "cubin")
+    meta, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
     if meta.pop("format") != _FORMAT or meta["hash"] != key:
         raise ValueError("other format or key")
     return TritonKernel(ptx=ptx, cubin=cubin, from_cache=True, **meta)
@@ -205,7 +195,7 @@ def _decode(payload: bytes, key: str) -> TritonKernel:
 
 # ---------------- compile ----------------
 
-_MEMO = LRUMemo(MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
+_MEMO = cache_store.LRUMemo(cache_store.MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
 
 
 def _target(arch: str):
@@ -249,7 +239,7 @@ def fp_fusion_option(options: Mapping[str, Any]) -> Dict[str, Any]:
 def cache_entry_path(key: str) -> Optional[Path]:
     """Where this process keeps the kernel of Triton hash ``key`` (under
     :func:`~trt_kernels.cache_store.cache_root`); None when the cache is disabled."""
-    root = cache_root()
+    root = cache_store.cache_root()
     return root / "triton" / f"{key}.bin" if root is not None else None
 
 
@@ -269,8 +259,9 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             return hit
     path = cache_entry_path(key) if key is not None else None
     k = None
-    for root in (read_roots() if key is not None else ()):
-        k = read_entry(root[0] / "triton" / f"{key}.bin", _MAGIC, lambda payload: _decode(payload, key), root)
+    for root in (cache_store.read_roots() if key is not None else ()):
+        k = cache_store.read_entry(root[0] / "triton" / f"{key}.bin", _MAGIC, lambda payload: _decode(payload, key),
+                                   root)
         if k is not None:
             break
     if k is None:
@@ -295,7 +286,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             hash=str(key or ck.hash), triton_version=str(triton.__version__),
         )
         if path is not None:
-            write_entry(path, _MAGIC, _encode(k))
+            cache_store.write_entry(path, _MAGIC, _encode(k))
     if key is not None:
         k = _MEMO.setdefault(key, k)
     return k
