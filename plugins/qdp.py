@@ -18,9 +18,9 @@ then the scalar attributes, then ``outputs``/``tactic``/``stream``), which NVIDI
 validators read with ``inspect.signature``. (No ``from __future__ import annotations`` here:
 NVIDIA's validators need real annotation objects.)
 
-Extra arguments are all ``trtp.SymInt32`` (TensorRT 11.4's build step rejects
-``SymInt8``/``SymInt16``), so a bool scalar travels as a ``SymInt32`` 0/1; with the
-kernel's parameter a 1-byte C ``bool``, the launch reads its low byte (little-endian).
+Extra arguments are all ``trtp.SymInt32`` (``tensorrt.plugin``'s build step rejects
+``SymInt8``/``SymInt16``: asserted on the pinned 10.15.1 and 11.0), so a bool scalar travels as a
+``SymInt32`` 0/1; with the kernel's parameter a 1-byte C ``bool``, the launch reads its low byte (little-endian).
 """
 
 import inspect

@@ -28,6 +28,7 @@ here, but the classes are built against whichever ``tensorrt`` module is given.)
 """
 
 import ctypes
+import logging
 import os
 import threading
 import weakref
@@ -39,17 +40,17 @@ import torch
 from trt_kernels.dtypes import TENSOR_TYPES
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
+from trt_kernels.onnx_export import PLUGIN_VERSION  # the version export() writes on every node
+from trt_kernels.op import KernelOp
 from trt_kernels.plugins.shapes import torch_dtype, trt_dtype
 from trt_kernels.registry import lookup
 from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_value
 
-PLUGIN_VERSION = "2"
+_LOG = logging.getLogger("trt_kernels")
 _LOCK = threading.RLock()
 _CLASSES: Dict[int, tuple] = {}  # id(trt module) -> (plugin class, creator class)
-_REGISTERED: Dict[tuple, Any] = {}  # (id(trt module), op name) -> the creator registered (kept alive)
 # the plugin objects handed to TensorRT, weakly (the bindings keep what TensorRT holds alive): for checks
 _KEEP: "weakref.WeakSet" = weakref.WeakSet()
-_FOLLOWING: set = set()  # id(trt module) whose registry gets the creators of ops declared later
 
 
 class ExprBuilderEvaluator(Evaluator):
@@ -317,6 +318,76 @@ def _device_tensor(trt, desc, ptr) -> torch.Tensor:
     return t if got is dt else t.view(dt)
 
 
+class OnnxRoute:
+    """The ONNX route: the ``IPluginV3One`` creator of each op, in the plugin registry of every ``tensorrt`` /
+    ``tensorrt_rtx`` module it was given (:meth:`add`) or follows (:meth:`follow`: ops declared later too).
+
+    A creator, once registered, answers from the op's current declaration (it looks the op up when
+    TensorRT asks for a plugin), so a re-declaration needs nothing new and an unregistered op's
+    creator refuses to make plugins (UnregisteredOpError): :meth:`check` and :meth:`forget` have
+    nothing to do."""
+
+    name = "onnx"
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._registered: Dict[tuple, Any] = {}  # (id(trt module), op name) -> the creator registered (kept alive)
+        self._following: Dict[int, Any] = {}  # id(trt module) -> the module whose registry gets later ops too
+
+    def follow(self, trt) -> None:
+        """Register the creators of ops declared from now on in ``trt``'s plugin registry as well."""
+        with self._lock:
+            self._following.setdefault(id(trt), trt)
+
+    def add(self, trt, kop: KernelOp) -> bool:
+        """Register ``kop``'s creator in ``trt``'s plugin registry; False if it is there already. Raises
+        RuntimeError where TensorRT refuses it (another creator holds the name)."""
+        _, creator_cls = _classes(trt)
+        key = (id(trt), kop.op_name)
+        with self._lock:
+            if key in self._registered:  # the creator answers from the op's current declaration
+                return False
+            creator = creator_cls(kop)
+            if not trt.get_plugin_registry().register_creator(creator, kop.namespace):
+                raise RuntimeError(f"{kop.op_name}: TensorRT refused to register its plugin creator "
+                                   f"({kop.name}, version {PLUGIN_VERSION}, namespace {kop.namespace}): another "
+                                   "creator holds that name. Fix: declare the op under a name no other plugin uses")
+            self._registered[key] = (trt, creator)
+            return True
+
+    def check(self, kop: KernelOp, old: Optional[KernelOp]) -> None:
+        """Nothing to refuse: the registered creator serves whichever declaration is current."""
+
+    def register(self, kop: KernelOp) -> None:
+        """Register ``kop``'s creator in every followed module; a refusal is logged (the eager op and the
+        other routes stay usable), as :func:`register` would have raised it."""
+        with self._lock:
+            followed = list(self._following.values())
+        for trt in followed:
+            try:
+                self.add(trt, kop)
+            except Exception as e:  # noqa: BLE001 - report per op, keep the declaration
+                _LOG.warning("trt_kernels: %s: IPluginV3One creator registration in %s failed: %s", kop.op_name,
+                             getattr(trt, "__name__", "tensorrt"), e)
+
+    def forget(self, kop: KernelOp) -> None:
+        """Nothing to drop: TensorRT cannot unregister the creator, and it refuses to make plugins for an
+        unregistered op (UnregisteredOpError) by itself."""
+
+    def status(self, kop: KernelOp) -> str:
+        with self._lock:
+            where = sorted(getattr(trt, "__name__", "tensorrt") for (_, op), (trt, _) in self._registered.items()
+                           if op == kop.op_name)
+        if not where:
+            return ("not registered (trt_kernels.plugins.v3one.register(trt) registers the IPluginV3One creators "
+                    "for TensorRT's ONNX parser)")
+        return f"IPluginV3One creator, version {PLUGIN_VERSION}, registered in {', '.join(where)}"
+
+
+#: the ONNX route of this process (trt_kernels.plugins hooks it into the registry with the QDP route)
+ROUTE = OnnxRoute()
+
+
 def register(trt, ops: Optional[List[str]] = None) -> List[str]:
     """Register the ``IPluginV3One`` creator of every op declared so far (or of ``ops``) in ``trt``'s
     plugin registry (``trt`` is the ``tensorrt`` or ``tensorrt_rtx`` module); ops declared later are
@@ -334,30 +405,8 @@ def register(trt, ops: Optional[List[str]] = None) -> List[str]:
     problem = parser_problem(trt)
     if problem:
         raise RuntimeError(problem)
-    done = []
-    for kop in registry.all_ops():
-        if ops is None or kop.op_name in ops:
-            if _register_one(trt, kop):
-                done.append(kop.op_name)
-    with _LOCK:
-        follow = ops is None and id(trt) not in _FOLLOWING
-        if follow:
-            _FOLLOWING.add(id(trt))
-    if follow:
-        registry.on_register(lambda kop: _register_one(trt, kop))
+    done = [kop.op_name for kop in registry.all_ops() if (ops is None or kop.op_name in ops) and ROUTE.add(trt, kop)]
+    if ops is None:  # once every op so far is in: later ones through the registry hooks (trt_kernels.plugins)
+        ROUTE.follow(trt)
+        done += [kop.op_name for kop in registry.all_ops() if ROUTE.add(trt, kop)]  # declared meanwhile
     return done
-
-
-def _register_one(trt, kop) -> bool:
-    _, creator_cls = _classes(trt)
-    key = (id(trt), kop.op_name)
-    with _LOCK:
-        if key in _REGISTERED:  # the creator answers from the op's current declaration
-            return False
-        creator = creator_cls(kop)
-        if not trt.get_plugin_registry().register_creator(creator, kop.namespace):
-            raise RuntimeError(f"{kop.op_name}: TensorRT refused to register its plugin creator "
-                               f"({kop.name}, version {PLUGIN_VERSION}, namespace {kop.namespace}): another creator "
-                               "holds that name")
-        _REGISTERED[key] = creator
-        return True

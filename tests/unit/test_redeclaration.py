@@ -96,7 +96,7 @@ def test_redeclaration_keeps_tensorrt_support(trt_side):  # noqa: F811
     fn(types.SimpleNamespace(net=net), kop.overload, (x, 0.5), {}, "scale_node")
     assert net.num_layers == 1
     # the registered plugin's functions use the current declaration
-    from trt_kernels.plugins import _PLUGINS
+    from trt_kernels.plugins import QDP_PLUGINS as _PLUGINS
     assert _PLUGINS[name][1].kop is kop
 
 
