@@ -242,11 +242,12 @@ import torch
 t0 = time.perf_counter()
 import trt_kernels as ttk
 t_import = time.perf_counter() - t0
+from trt_kernels.sources import nvrtc
 t0 = time.perf_counter()
-ttk.compile.default_arch()  # first CUDA query of the process (initializes CUDA)
+nvrtc.default_arch()  # first CUDA query of the process (initializes CUDA)
 t_cuda = time.perf_counter() - t0
 t0 = time.perf_counter()
-ttk.compile.nvrtc_version()  # loads libnvrtc
+nvrtc.nvrtc_version()  # loads libnvrtc
 t_nvrtc = time.perf_counter() - t0
 orig = ttk.cuda_kernel_op
 times = {}

@@ -20,7 +20,6 @@ from trt_kernels.eager.cuda_kernel import make_cuda_impl
 from trt_kernels.eager.dispatcher import new_shell, release_dispatcher, retarget
 from trt_kernels.errors import SpecError, UnregisteredOpError
 from trt_kernels.library.arguments import make_size_check
-from trt_kernels.library.autograd import make_backward, make_setup_context
 from trt_kernels.library.fake import checked_meta_fn, make_cpu_impl, make_fake_impl
 from trt_kernels.op import KernelOp
 
@@ -155,7 +154,9 @@ def _point(d: _Definition, kop: KernelOp) -> None:
     kop.cuda_impl = d.shell
     fake = make_fake_impl(kop) if kop.meta_fn is None else checked_meta_fn(kop) if kop.sig.checks else kop.meta_fn
     roles = {"fake": fake, "cpu": make_cpu_impl(kop)}
-    if kop.backward is not None:
+    if kop.backward is not None:  # (imported here: an op without a backward, most of them, never needs it)
+        from trt_kernels.library.autograd import make_backward, make_setup_context
+
         roles.update(backward=make_backward(kop), setup_context=make_setup_context(kop))
     for role, box in d.boxes.items():
         box[0] = roles.get(role)
