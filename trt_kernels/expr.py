@@ -14,7 +14,6 @@ impl, TensorRT shape expressions for the plugin. Each is a small
 :class:`Evaluator`; :func:`evaluate` walks a tree with one of them.
 """
 
-from __future__ import annotations
 
 import operator
 from typing import Any, Callable, Optional, Sequence, Union

@@ -12,7 +12,6 @@ asks which source the op has.
 
 from __future__ import annotations
 
-import enum
 import threading
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
@@ -38,26 +37,24 @@ if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, no
 CHECK_ARCH = "sm_90"
 
 
-class Aot(enum.Enum):
-    """How TensorRT runs the op's plugin."""
-
-    AOT = "AOT"  # the PTX is embedded in the engine with its launch parameters; no Python at run time
-    JIT = "JIT"  # TensorRT calls the plugin's Python impl at run time
+#: how TensorRT runs the op's plugin: the PTX embedded in the engine with its launch parameters (no Python at
+#: run time), or the plugin's Python impl called at run time (plain strings: an Enum costs ~0.07 ms of import)
+AOT, JIT = "AOT", "JIT"
 
 
 @plain_record
 class AotDecision(Frozen):
-    """How TensorRT runs the op's plugin, and why."""
+    """How TensorRT runs the op's plugin (``mode``: :data:`AOT` or :data:`JIT`), and why."""
 
-    mode: Aot
+    mode: str
     why: str
 
-    def __init__(self, mode: Aot, why: str) -> None:
+    def __init__(self, mode: str, why: str) -> None:
         self.__dict__.update(mode=mode, why=why)
 
     @property
     def aot(self) -> bool:
-        return self.mode is Aot.AOT
+        return self.mode == AOT
 
 
 class TensorRTSide:
@@ -328,27 +325,27 @@ class KernelOp:
     def aot(self) -> AotDecision:
         """Whether TensorRT's plugin can run the kernel ahead of time (PTX in the engine), and why."""
         if self.aot_fn is not None:
-            return AotDecision(Aot.AOT, "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python "
+            return AotDecision(AOT, "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python "
                                         "at run time")
         if not (self.sig.has_outputs and self.sig.has_geometry):
-            return AotDecision(Aot.JIT, "override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at "
+            return AotDecision(JIT, "override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at "
                                         "run time, so the engine needs trt_kernels imported to run. Fix for AOT: "
                                         "declare outputs and geometry, or pass aot_fn=")
         smem = self.dynamic_shared_mem
         if isinstance(smem, Const):
-            return AotDecision(Aot.JIT, f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
+            return AotDecision(JIT, f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
                                         "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT "
                                         "plugin launch is not known to make")
         if self.source.aot_from_build:
             arch = self.known_arch()
             reason = self.binary(arch).aot_reason if arch is not None else None
             if reason:
-                return AotDecision(Aot.JIT, reason)
+                return AotDecision(JIT, reason)
         why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
         if self.sig.scalar_decls:
             why += ("; scalars (" + ", ".join(d.name for d in self.sig.scalar_decls)
                     + ") are baked into the extra arguments when the engine is built")
-        return AotDecision(Aot.AOT, why)
+        return AotDecision(AOT, why)
 
     def aot_kernel(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None) -> Tuple[str, bytes]:
         """``(symbol, PTX)`` for TensorRT's AOT launch at ``dtype`` and ``tactic``; :class:`PtxVersionError`

@@ -155,7 +155,7 @@ def test_scratch_kernel_is_jit_only_with_the_reason():
     stripped, why = ts.strip_hidden_params(k.ptx, k.name, 4)
     assert stripped is None and "hidden parameter" in why
     assert kop.image(torch.float32, 1, ARCH).needs_scratch and kop.image(torch.float32, 1, ARCH).aot_ptx is None
-    assert kop.aot.mode.value == "JIT" and "scratch buffer" in kop.aot.why and "JIT" in kop.aot.why
+    assert kop.aot.mode == "JIT" and "scratch buffer" in kop.aot.why and "JIT" in kop.aot.why
     assert kop.eager_fn is None  # the derived launch allocates the buffer per call
     from trt_kernels.status import status
 

@@ -289,7 +289,7 @@ def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
 
     decision = kop.aot
     available = trt_state.get("available") == "yes"
-    out = {"plugin": decision.mode.value, "why": decision.why,
+    out = {"plugin": decision.mode, "why": decision.why,
            "registered": kop.tensorrt.plugin or None if available else None,
            "converter": kop.tensorrt.converter or "not registered" if available else
            f"not registered: {trt_state.get('reason') or 'TensorRT side not initialised'}",
