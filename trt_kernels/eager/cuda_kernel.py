@@ -13,7 +13,6 @@ import torch
 
 from trt_kernels.eager.dispatcher import build_dispatcher
 from trt_kernels.errors import InputError
-from trt_kernels.library.arguments import check_scalar_args, check_tensor_args, make_size_check
 from trt_kernels.op import KernelOp
 
 
@@ -28,6 +27,8 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     lock = threading.Lock()
 
     def new_entry(key, args):
+        from trt_kernels.library.arguments import check_tensor_args  # (a first launch per key only)
+
         ts = [args[i] for i in tpos]
         for t in ts:
             if not isinstance(t, torch.Tensor):
@@ -70,6 +71,8 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
     ops run their ``eager_fn`` on that stream and copy its results into ``outs``. A kernel whose
     compiler appended scratch-buffer pointers (Triton) gets buffers allocated here on ``stream``.
     """
+    from trt_kernels.library.arguments import check_scalar_args, check_tensor_args, make_size_check
+
     kinds = kop.sig.arg_kinds
     args = kop.with_defaults(tuple(args))
     tensors = [a for a, k in zip(args, kinds) if k == "tensor"]

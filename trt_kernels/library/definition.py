@@ -19,8 +19,6 @@ from trt_kernels._record import FACTORY, Record, plain_record
 from trt_kernels.eager.cuda_kernel import make_cuda_impl
 from trt_kernels.eager.dispatcher import new_shell, release_dispatcher, retarget
 from trt_kernels.errors import SpecError, UnregisteredOpError
-from trt_kernels.library.arguments import make_size_check
-from trt_kernels.library.fake import checked_meta_fn, make_cpu_impl, make_fake_impl
 from trt_kernels.op import KernelOp
 
 # torch's dispatcher does not synchronize its tables with calls in flight (registering or removing
@@ -141,19 +139,47 @@ def _drop_native(d: _Definition) -> None:
         d.native = None
 
 
+def _fake(kop: KernelOp) -> Callable[..., Any]:
+    from trt_kernels.library import fake
+
+    return fake.make_fake_impl(kop) if kop.meta_fn is None else fake.checked_meta_fn(kop)
+
+
+def _cpu(kop: KernelOp) -> Callable[..., Any]:
+    from trt_kernels.library import fake
+
+    return fake.make_cpu_impl(kop)
+
+
+def _at_first_call(d: _Definition, role: str, build: Callable[[KernelOp], Callable[..., Any]], kop: KernelOp):
+    """The kernel of ``role``, built by ``build(kop)`` at its first call (and put in the role's box in place of
+    this stand-in): a warm start that declares and launches never imports the fake and CPU kernels' module."""
+
+    def first_call(*args, **kwargs):
+        fn = build(kop)
+        box = d.boxes.get(role)
+        if box is not None and box[0] is first_call:
+            box[0] = fn
+        return fn(*args, **kwargs)
+
+    return first_call
+
+
 def _point(d: _Definition, kop: KernelOp) -> None:
     """Make the definition's kernels run ``kop``."""
     d.why = f"{kop.op_name} has no current declaration"
     if kop.eager_fn is not None:
         names = {"eager": kop.eager_fn}
         if kop.sig.checks:  # eager_fn replaces the derived launch, which checks the sizes
+            from trt_kernels.library.arguments import make_size_check
+
             names["check"] = make_size_check(kop)
         retarget(d.shell, names, f"<trt_kernels eager_fn {kop.op_name}>")
     else:
         make_cuda_impl(kop, shell=d.shell, definition=d)
     kop.cuda_impl = d.shell
-    fake = make_fake_impl(kop) if kop.meta_fn is None else checked_meta_fn(kop) if kop.sig.checks else kop.meta_fn
-    roles = {"fake": fake, "cpu": make_cpu_impl(kop)}
+    fake = kop.meta_fn if kop.meta_fn is not None and not kop.sig.checks else _at_first_call(d, "fake", _fake, kop)
+    roles = {"fake": fake, "cpu": _at_first_call(d, "cpu", _cpu, kop)}
     if kop.backward is not None:  # (imported here: an op without a backward, most of them, never needs it)
         from trt_kernels.library.autograd import make_backward, make_setup_context
 
