@@ -1,4 +1,4 @@
-"""The compiled eager launcher (trt_kernels/eager/_claunch.c built by trt_kernels/compiled_launcher.py), on CPU.
+"""The compiled eager launcher (trt_kernels/eager/_claunch.c built by trt_kernels/eager/compiled_launcher.py), on CPU.
 
 It builds with this machine's C compiler into the cache (keyed by source, Python ABI and platform);
 a second process loads it without running a compiler; a missing compiler or Python.h, or a failing

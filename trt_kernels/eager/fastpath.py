@@ -38,7 +38,7 @@ from trt_kernels.signature import scalar_len, scalar_type, scalar_value
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
     from trt_kernels.recipe import LaunchRecipe
 
-# ---------------- failure paths shared with torch_op's JIT-plugin launch ----------------
+# ---------------- failure paths shared with cuda_kernel.launch_into (the JIT plugin) ----------------
 
 
 def relaunch(kop, kernel, err, dev: int, grid, block, smem: int, addr: int, stream=None, again=None) -> None:
