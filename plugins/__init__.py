@@ -38,8 +38,8 @@ from trt_kernels.plugins.route import Route
 
 _LOG = logging.getLogger("trt_kernels")
 _LOCK = threading.RLock()
-# the TensorRT side's state: "available", "reason", "notes", "backend" (shown by tensorrt_status), "_modules"
-# ((tensorrt, tensorrt.plugin) once available) and "_wired" (the routes are hooked into the registry)
+# the TensorRT side's state: "available", "reason", "notes", "backend" (shown by tensorrt_status) and "_modules"
+# ((tensorrt, tensorrt.plugin) once available)
 _STATE: Dict[str, object] = {}
 
 
@@ -123,17 +123,12 @@ def _forget(kop: KernelOp) -> None:
         route.forget(kop)
 
 
-def _wire() -> bool:
-    """Hook the routes into the registry (once per state); True if they were hooked now, which also handed
-    them every op declared so far."""
-    with _LOCK:
-        if _STATE.get("_wired"):
-            return False
-        _STATE["_wired"] = "yes"
+def _wire() -> None:
+    """Hook the routes into the registry (the hooks are kept once however often this runs) and hand them
+    every op declared so far."""
     registry.on_check(_check)
     registry.on_remove(_forget)
     registry.on_register(_register)
-    return True
 
 
 def init(force: bool = False) -> bool:
@@ -159,9 +154,7 @@ def init(force: bool = False) -> bool:
         emulated = _emulated(mods[0])
         if emulated:  # trt_kernels.testing's emulator: say so wherever the state is shown
             _STATE["backend"] = emulated
-    if not _wire():  # the routes were hooked in while the QDP route was down: it takes the ops declared so far
-        for kop in registry.all_ops():
-            QDP.register(kop)
+    _wire()  # the QDP route, up now, takes the ops declared so far
     return True
 
 

@@ -106,9 +106,11 @@ def on_remove(fn: Callable[[KernelOp], None]) -> None:
 
 
 def on_register(fn: Callable[[KernelOp], None]) -> None:
-    """Call ``fn(kop)`` for every op registered so far and every op registered later."""
+    """Call ``fn(kop)`` for every op registered so far and every op registered later (a listener is kept
+    once however often it is given; each call hands it the ops registered so far)."""
     with _REG_LOCK:
-        _listeners.append(fn)
+        if fn not in _listeners:
+            _listeners.append(fn)
         existing = list(_REGISTRY.values())
     for kop in existing:
         fn(kop)
