@@ -82,10 +82,9 @@ def nvrtc_mapped():
 def headers_looked_up():
     try:
         from trt_kernels.sources import toolchain
-        return toolchain.headers_resolved()
-    except ImportError:  # before trt_kernels.sources.toolchain existed
-        from trt_kernels.sources import nvrtc as c
-        return c._default_include_dirs.cache_info().currsize > 0
+    except ImportError:  # a tree from before trt_kernels.sources (issue 29)
+        from trt_kernels import toolchain
+    return toolchain.headers_resolved()
 
 res = {
     "import torch": (t1 - t0) * 1e3,

@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import torch
 
 from trt_kernels import dtypes as _dt
+from trt_kernels import spec
 from trt_kernels._record import replace
 from trt_kernels.errors import SpecError
 from trt_kernels.expr import (
@@ -36,18 +37,6 @@ from trt_kernels.expr import (
 )
 from trt_kernels.limits import BLOCK_LIMITS, GRID_LIMITS, MAX_SHARED_MEM, MAX_THREADS_PER_BLOCK
 from trt_kernels.signature import CheckSig, LaunchSig, OutputSig, Signature, scalar_len, scalar_type, scalar_type_name
-from trt_kernels.spec import (
-    Custom,
-    Elementwise,
-    InputDecl,
-    OutputDecl,
-    ReduceDims,
-    Reduction,
-    SameAs,
-    SameDim,
-    SameShape,
-    ScalarInput,
-)
 
 # Input names become parameters of the torch op and of the TensorRT plugin functions, which
 # append ``outputs``, ``stream`` and ``tactic`` (tensorrt.plugin refuses attributes so named);
@@ -206,14 +195,14 @@ def validate_signature(
                     f"pass dtypes=[({', '.join(['torch.float32'] * len(tp))}), ...]")
     kd = kernel_dtypes(op, dtypes, tp) or (torch.float32,)
     decls, kinds = _inputs(op, inputs, tp)
-    tensors = tuple(d for d in decls if isinstance(d, InputDecl))
+    tensors = tuple(d for d in decls if isinstance(d, spec.InputDecl))
     tnames = [t.name for t in tensors]
     if dtypes is not None and len(tp) == 1 and len(kd) > 1 and all(isinstance(t.dtype, torch.dtype) for t in tensors):
         raise fail(op, "inputs", "every input has a fixed dtype, so eager cannot tell which of dtypes to use",
                     "leave dtype=None on the inputs whose type is T")
     if len(tp) > 1:
         _check_combinations(op, tp, tensors)
-    scalars = tuple(d for d in decls if isinstance(d, ScalarInput))
+    scalars = tuple(d for d in decls if isinstance(d, spec.ScalarInput))
     extras = _extras(op, extras, tnames, tensors, scalars)
     outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars, tp)
     check_sigs = _checks(op, checks, tnames, tensors)
@@ -225,7 +214,7 @@ def validate_signature(
     launches = []
     for g in geos:
         _check_geometry(op, g, outs, tnames, tensors, scalars)
-        if not isinstance(g, Custom) and not outs:
+        if not isinstance(g, spec.Custom) and not outs:
             raise fail(op, "geometry", f"{type(g).__name__} is sized by outputs[0], but no outputs are declared",
                         "declare outputs, or use ttk.Custom(grid=..., block=...)")
         launches += _launches(g, tnames, scalars)
@@ -239,7 +228,7 @@ def validate_signature(
     )
 
 
-def _type_of(decl: InputDecl, tp: Sequence[str]):
+def _type_of(decl: spec.InputDecl, tp: Sequence[str]):
     """The type parameter name (str) or fixed dtype of a tensor input."""
     return tp[0] if decl.dtype is None else decl.dtype
 
@@ -262,7 +251,7 @@ def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
     kinds: list = []
     for i, d in enumerate(inputs):
         where = f"inputs[{i}]"
-        if not isinstance(d, (InputDecl, ScalarInput)):
+        if not isinstance(d, (spec.InputDecl, spec.ScalarInput)):
             raise fail(op, where, f"expected InputDecl or ScalarInput, got {d!r}",
                         "wrap it in ttk.InputDecl(name) or ttk.ScalarInput(name, float)")
         why = _bad_identifier(d.name) or (
@@ -274,7 +263,7 @@ def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
         if d.name in seen:
             raise fail(op, where, f"duplicate name {d.name!r}", "give every input and output a distinct name")
         seen.add(d.name)
-        if isinstance(d, InputDecl):
+        if isinstance(d, spec.InputDecl):
             if isinstance(d.dtype, str):
                 if d.dtype not in tp:
                     raise fail(op, where + ".dtype", f"{d.dtype!r} names no type parameter (type_params={list(tp)})",
@@ -298,7 +287,7 @@ def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
 MAX_TUPLE = 64  # elements of a tuple scalar input (each is a kernel parameter)
 
 
-def _scalar_input(op: str, where: str, d: ScalarInput) -> ScalarInput:
+def _scalar_input(op: str, where: str, d: spec.ScalarInput) -> spec.ScalarInput:
     """A scalar input checked: its type (``float``, ``int``, ``bool`` or ``(int | float, n)``) and its
     default; returned with the default normalized (a float as float, a tuple's as a tuple)."""
     t = d.py_type
@@ -322,13 +311,13 @@ def _scalar_input(op: str, where: str, d: ScalarInput) -> ScalarInput:
     if d.default is None:
         return d
     if n is None:
-        return ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem))
+        return spec.ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem))
     value = d.default
     if not isinstance(value, (tuple, list)) or len(value) != n:
         raise fail(op, where + ".default", f"{value!r} is not {n} values"[:200],
                     f"give a tuple of {n} {elem.__name__}s, "
                     f"e.g. default=({', '.join(['0' if elem is int else '0.0'] * n)})")
-    return ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem)
+    return spec.ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem)
                                                 for k, v in enumerate(value)))
 
 
@@ -355,11 +344,11 @@ def _scalar_default(op: str, where: str, value, t: type):
 
 def _check_trailing_defaults(op: str, inputs) -> None:
     """Defaults on trailing inputs only, as torch schemas have them (a call leaves trailing arguments out)."""
-    first = next((i for i, d in enumerate(inputs) if isinstance(d, ScalarInput) and d.default is not None), None)
+    first = next((i for i, d in enumerate(inputs) if isinstance(d, spec.ScalarInput) and d.default is not None), None)
     if first is None:
         return
     for i, d in enumerate(inputs[first + 1:], start=first + 1):
-        if not (isinstance(d, ScalarInput) and d.default is not None):
+        if not (isinstance(d, spec.ScalarInput) and d.default is not None):
             raise fail(op, f"inputs[{i}] ({d.name!r})", f"has no default but comes after inputs[{first}] "
                         f"({inputs[first].name!r}), which has one: a torch schema gives defaults to trailing "
                         "arguments only", "move the inputs with defaults to the end of inputs (the kernel's parameter "
@@ -393,7 +382,7 @@ def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eag
     seen = set(seen)
     for i, o in enumerate(outputs):
         where = f"outputs[{i}]"
-        if not isinstance(o, OutputDecl):
+        if not isinstance(o, spec.OutputDecl):
             raise fail(op, where, f"expected OutputDecl, got {o!r}", "use ttk.OutputDecl(name, shape=...)")
         why = _bad_identifier(o.name)
         if why:
@@ -428,7 +417,7 @@ def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
     out = []
     for i, c in enumerate(sequence(op, "checks", checks if checks is not None else (), fix)):
         where = f"checks[{i}]"
-        if isinstance(c, SameShape):
+        if isinstance(c, spec.SameShape):
             if len(c.inputs) < 2:
                 raise fail(op, where, f"{c!r} names {len(c.inputs)} input(s); a check relates two or more",
                             "name at least two tensor inputs, e.g. ttk.SameShape('x', 'y')")
@@ -440,7 +429,7 @@ def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
                 raise fail(op, where, f"{c!r}: the inputs are declared with different ndim {sorted(ranks)}, so their "
                             "shapes can never be equal", "fix the inputs' ndim, or relate single axes with ttk.SameDim")
             out.append(CheckSig(label=repr(c), kind="shape", tensors=ts, texts=tuple(tnames[t] for t in ts)))
-        elif isinstance(c, SameDim):
+        elif isinstance(c, spec.SameDim):
             if len(c.operands) < 2:
                 raise fail(op, where, f"{c!r} has {len(c.operands)} operand(s); a check relates two or more",
                             "give at least two, e.g. ttk.SameDim(('x', -1), ('w', 0))")
@@ -480,7 +469,7 @@ def _index(ref: Union[int, str], names: Sequence[str]) -> int:
     return ref % len(names) if isinstance(ref, int) else names.index(ref)
 
 
-def _resolve(e, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> Expr:
+def _resolve(e, names: Sequence[str], scalars: Sequence[spec.ScalarInput] = ()) -> Expr:
     def leaf(node: Expr) -> Expr:
         if isinstance(node, Numel):
             return NumelOf(_index(node.input_name, names))
@@ -496,13 +485,13 @@ def _resolve(e, names: Sequence[str], scalars: Sequence[ScalarInput] = ()) -> Ex
     return resolve(lift(e), leaf)
 
 
-def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[ScalarInput] = (), tensors=(),
+def _resolve_output(o: spec.OutputDecl, names: Sequence[str], scalars: Sequence[spec.ScalarInput] = (), tensors=(),
                     tp: Sequence[str] = ("T",)) -> OutputSig:
     s = o.shape
-    if isinstance(s, SameAs):
+    if isinstance(s, spec.SameAs):
         t = _index(s.input_idx, names)
         out = OutputSig(name=o.name, kind="like", tensor=t)
-    elif isinstance(s, ReduceDims):
+    elif isinstance(s, spec.ReduceDims):
         t = _index(s.input_idx, names)
         out = OutputSig(name=o.name, kind="reduce", tensor=t, dims=tuple(s.dims), keepdim=s.keepdim)
     else:
@@ -514,14 +503,14 @@ def _resolve_output(o: OutputDecl, names: Sequence[str], scalars: Sequence[Scala
     return replace(out, dtype_src=names.index(o.dtype_from) if o.dtype_from is not None else out.tensor)
 
 
-def _launches(g, names: Sequence[str], scalars: Sequence[ScalarInput] = ()):
+def _launches(g, names: Sequence[str], scalars: Sequence[spec.ScalarInput] = ()):
     """One :class:`LaunchSig` per tactic of a checked geometry (tactic 1 first)."""
     def blk(b) -> Tuple[int, ...]:
         return (b,) if isinstance(b, int) else tuple(b)
 
-    if isinstance(g, Elementwise):
+    if isinstance(g, spec.Elementwise):
         return [LaunchSig(kind=g.layout, block=blk(b)) for b in [g.block, *g.tactics]]
-    if isinstance(g, Reduction):
+    if isinstance(g, spec.Reduction):
         return [LaunchSig(kind="reduce", block=(b,), reduce_dims=tuple(g.reduce_dims))
                 for b in [g.block_size, *g.tactics]]
     return [LaunchSig(kind="custom", block=blk(g.block), grid=tuple(_resolve(e, names, scalars) for e in g.grid),
@@ -545,7 +534,7 @@ def check_encodable(op: str, where: str, text: str) -> None:
                     "(a lone surrogate)", "remove or replace that character") from None
 
 
-def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
+def _check_axis(op: str, where: str, axis: int, decl: spec.InputDecl) -> None:
     if isinstance(axis, bool) or not isinstance(axis, int):
         raise fail(op, where, f"axis {axis!r} is not an int", "give an integer axis (negative counts from the end)")
     if decl.ndim is not None and not -decl.ndim <= axis < decl.ndim:
@@ -553,8 +542,8 @@ def _check_axis(op: str, where: str, axis: int, decl: InputDecl) -> None:
                     f"use an axis in [{-decl.ndim}, {decl.ndim - 1}]")
 
 
-def _size_expr(op: str, where: str, e: Any, fix: str, tnames: Sequence[str], tensors: Sequence[InputDecl],
-               scalars: Sequence[ScalarInput], *, lo: int, hi: int, what: str) -> Expr:
+def _size_expr(op: str, where: str, e: Any, fix: str, tnames: Sequence[str], tensors: Sequence[spec.InputDecl],
+               scalars: Sequence[spec.ScalarInput], *, lo: int, hi: int, what: str) -> Expr:
     """``e`` as a size expression (an int, or arithmetic on sizes), checked by :func:`_check_expr`."""
     try:
         e = lift(e)
@@ -564,9 +553,9 @@ def _size_expr(op: str, where: str, e: Any, fix: str, tnames: Sequence[str], ten
     return e
 
 
-def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[InputDecl], *,
+def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[spec.InputDecl], *,
                 lo: Optional[int] = None, hi: Optional[int] = None, what: str = "",
-                scalars: Sequence[ScalarInput] = ()) -> None:
+                scalars: Sequence[spec.ScalarInput] = ()) -> None:
     """Every leaf names a tensor input (and an axis it has) or an int scalar input (an element of an int
     tuple input); no constant divisor is zero; a constant value (or a constant part of it) lies in
     ``[lo, hi]`` when those are given."""
@@ -589,7 +578,7 @@ def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Se
                     f"use a value in [{lo}, {hi}]")
 
 
-def _check_scalar_leaf(op: str, where: str, leaf: Scalar, scalars: Sequence[ScalarInput]) -> None:
+def _check_scalar_leaf(op: str, where: str, leaf: Scalar, scalars: Sequence[spec.ScalarInput]) -> None:
     """``Scalar(name)`` / ``Scalar(name)[i]`` reads an int scalar input / an element of an int tuple input."""
     names = [d.name for d in scalars]
     if leaf.input_name not in names:
@@ -631,9 +620,9 @@ def _const_value(e: Expr) -> Optional[int]:
 
 
 def _check_shape(op: str, where: str, shape, tnames, tensors, scalars=()) -> None:
-    if isinstance(shape, SameAs):
+    if isinstance(shape, spec.SameAs):
         resolve_tensor(op, where, shape.input_idx, tnames)
-    elif isinstance(shape, ReduceDims):
+    elif isinstance(shape, spec.ReduceDims):
         t = resolve_tensor(op, where, shape.input_idx, tnames)
         dims = tuple(shape.dims) if isinstance(shape.dims, (tuple, list)) else None
         if not dims:
@@ -679,7 +668,7 @@ def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ..
 
 
 def _check_geometry(op: str, g, outputs, tnames, tensors, scalars=()) -> None:
-    if isinstance(g, Elementwise):
+    if isinstance(g, spec.Elementwise):
         sequence(op, "geometry.tactics", g.tactics, "list alternative blocks, e.g. tactics=((128,), (512,))")
         if g.layout not in ("flat", "nd"):
             raise fail(op, "geometry.layout", f"{g.layout!r} is not a layout", "use 'flat' or 'nd'")
@@ -691,7 +680,7 @@ def _check_geometry(op: str, g, outputs, tnames, tensors, scalars=()) -> None:
             if len(b) != len(_check_block(op, "geometry.block", g.block)):
                 raise fail(op, where, f"tactic block {b} has another rank than block {tuple(g.block)}",
                             "give every tactic as many dims as block")
-    elif isinstance(g, Reduction):
+    elif isinstance(g, spec.Reduction):
         dims = tuple(g.reduce_dims) if isinstance(g.reduce_dims, (tuple, list)) else None
         if not dims:
             raise fail(op, "geometry.reduce_dims", f"{g.reduce_dims!r} is not a non-empty tuple of axes",
@@ -706,17 +695,17 @@ def _check_geometry(op: str, g, outputs, tnames, tensors, scalars=()) -> None:
         for b in [g.block_size] + tactics:
             _check_block(op, "geometry.block_size", b, max_dims=1)
         outs = outputs or []
-        if outs and isinstance(outs[0].shape, SameAs):
+        if outs and isinstance(outs[0].shape, spec.SameAs):
             raise fail(op, "geometry",
                         "Reduction launches one block per element of outputs[0], but outputs[0] has the "
                         "shape of an input (SameAs), so the blocks would reduce past the input's end",
                         "give outputs[0] shape=ttk.ReduceDims(...) over the reduced axes, "
                         "or use ttk.Elementwise / ttk.Custom")
-        if outs and isinstance(outs[0].shape, ReduceDims) and tuple(outs[0].shape.dims) != dims:
+        if outs and isinstance(outs[0].shape, spec.ReduceDims) and tuple(outs[0].shape.dims) != dims:
             raise fail(op, "geometry.reduce_dims",
                         f"{dims} differs from outputs[0].shape dims {tuple(outs[0].shape.dims)}",
                         "reduce the same axes in both")
-    elif isinstance(g, Custom):
+    elif isinstance(g, spec.Custom):
         if not isinstance(g.grid, (tuple, list)) or not 1 <= len(g.grid) <= 3:
             raise fail(op, "geometry.grid", f"{g.grid!r} is not 1 to 3 size expressions",
                         "e.g. grid=(ttk.cdiv(ttk.Numel('x'), 256),)")

@@ -10,12 +10,10 @@ registered with ``torch.library.register_fake``, so ``torch.compile`` and
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from trt_kernels._record import FACTORY, Record, plain_record
 from trt_kernels.eager.cuda_kernel import make_cuda_impl
 from trt_kernels.eager.dispatcher import new_shell, release_dispatcher, retarget
 from trt_kernels.errors import SpecError, UnregisteredOpError
@@ -33,30 +31,20 @@ from trt_kernels.op import KernelOp
 # that was replaced or unregistered, so its record is freed.
 
 
-@plain_record
-class _Definition(Record):
-    op_name: str
-    schema: str
-    def_lib: Any
-    kernel_lib: Any = None
-    autograd: bool = False
-    shell: Any = None  # the Python CUDA kernel (dispatcher.new_shell)
-    boxes: Dict[str, List[Any]] = field(default_factory=dict)  # role -> [current function or None]
-    why: str = ""  # what a call gets while no declaration is current
-    native: Optional[int] = None  # the native kernel's slot, where torch calls it in place of the shell
+class _Definition:
+    """One op name's registration with torch: its libraries, the Python CUDA kernel (the shell), and the
+    boxes the registered functions call through."""
 
-    def __init__(self, op_name: str, schema: str, def_lib: Any, kernel_lib: Any = None, autograd: bool = False,
-                 shell: Any = None, boxes: Dict[str, List[Any]] = FACTORY, why: str = "", native: Optional[int] = None
-                 ) -> None:
-        self.op_name = op_name
-        self.schema = schema
-        self.def_lib = def_lib
-        self.kernel_lib = kernel_lib
-        self.autograd = autograd
-        self.shell = shell
-        self.native = native
-        self.boxes = {} if boxes is FACTORY else boxes
-        self.why = why
+    __slots__ = ("op_name", "schema", "def_lib", "shell", "kernel_lib", "autograd", "boxes", "why", "native")
+
+    def __init__(self, op_name: str, schema: str, def_lib: Any, shell: Any) -> None:
+        self.op_name, self.schema, self.def_lib = op_name, schema, def_lib
+        self.shell = shell  # the Python CUDA kernel (dispatcher.new_shell)
+        self.kernel_lib: Any = None  # the fragment that holds the kernels (fake, CPU, CUDA, autograd)
+        self.autograd = False
+        self.boxes: Dict[str, List[Any]] = {}  # role -> [current function or None]
+        self.why = ""  # what a call gets while no declaration is current
+        self.native: Optional[int] = None  # the native kernel's slot, where torch calls it in place of the shell
 
     def boxed(self, role: str) -> Callable[..., Any]:
         """The function registered for ``role``: it calls whatever the box holds now."""
@@ -210,7 +198,7 @@ def register(kop: KernelOp) -> None:
             lib._destroy()
             raise SpecError(f"{op}: torch refused the definition {kop.name}{kop.schema} ({str(e).splitlines()[0]}). "
                             "Fix: choose another name") from None
-        d = _DEFS[op] = _Definition(op_name=op, schema=kop.schema, def_lib=lib, shell=new_shell(op))
+        d = _DEFS[op] = _Definition(op, kop.schema, lib, new_shell(op))
     elif d.autograd != autograd and d.kernel_lib is not None:  # autograd comes or goes: new kernels
         _drop_native(d)
         d.kernel_lib._destroy()
