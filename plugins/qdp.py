@@ -334,7 +334,8 @@ class PluginBuilder:
             if not combos:
                 raise TypeError(f"{kop.op_name}: none of the kernel's dtypes exists in TensorRT")
             types = autotune_type_string(combos)
-            tactics = list(range(1, kop.tactics + 1))
+            # an AOT plugin offers the tactics its AOT launch can take (the op's decision names the others)
+            tactics = list((self.has_aot and kop.aot.tactics) or range(1, kop.tactics + 1))
             return [trtp.AutoTuneCombination(types, "LINEAR", tactics)]
 
         return self._make("autotune", body, params, ret)

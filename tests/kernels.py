@@ -165,3 +165,55 @@ def add_spec(**kw) -> ttk.KernelSpec:
                 geometry=ttk.Elementwise(block=(256,)), checks=[ttk.SameShape("a", "b")])
     args.update(kw)
     return ttk.KernelSpec(**args)
+
+
+# outputs first, sizes last, as a well-known C/CUDA training codebase writes its layer norm
+LAYERNORM = r"""
+__global__ void layernorm_forward_kernel(float* __restrict__ out, float* __restrict__ mean,
+                                         float* __restrict__ rstd, const float* __restrict__ inp,
+                                         const float* __restrict__ weight, const float* __restrict__ bias,
+                                         int N, int C) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= N) return;
+    const float* x = inp + row * C;
+    float m = 0.0f;
+    for (int i = 0; i < C; i++) m += x[i];
+    m = m / C;
+    float v = 0.0f;
+    for (int i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
+    float s = rsqrtf(v / C + 1e-5f);
+    for (int i = 0; i < C; i++) out[row * C + i] = (x[i] - m) * s * weight[i] + bias[i];
+    mean[row] = m;
+    rstd[row] = s;
+}
+"""
+
+# a size_t count between the pointers, as CUDA samples write vector kernels
+SAXPY = r"""
+extern "C" __global__ void saxpy(size_t n, float a, const float* x, float* y_out) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) y_out[i] = a * x[i];
+}
+"""
+
+
+def layernorm_spec(**kw):
+    rows = ttk.Numel("inp") // ttk.DimSize("inp", -1)
+    args = dict(
+        kernel_source=LAYERNORM, kernel_name="layernorm_forward_kernel", arch_override="sm_90",
+        inputs=[ttk.InputDecl("inp"), ttk.InputDecl("weight"), ttk.InputDecl("bias")],
+        outputs=[ttk.OutputDecl("out", shape=ttk.SameAs("inp")), ttk.OutputDecl("mean", shape=(rows,)),
+                 ttk.OutputDecl("rstd", shape=(rows,))],
+        extras=[ttk.SizeArg("N", rows), ttk.SizeArg("C", ttk.DimSize("inp", -1))],
+        geometry=ttk.Custom(grid=(ttk.cdiv(rows, 128),), block=(128,)))
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
+def saxpy_spec(**kw):
+    args = dict(kernel_source=SAXPY, kernel_name="saxpy", arch_override="sm_90",
+                inputs=[ttk.ScalarInput("a", float), ttk.InputDecl("x")],
+                outputs=[ttk.OutputDecl("y_out", shape=ttk.SameAs("x"))],
+                extras=[ttk.SizeArg("n", ttk.Numel("x"), "size_t")], geometry=ttk.Elementwise(block=(256,)))
+    args.update(kw)
+    return ttk.KernelSpec(**args)

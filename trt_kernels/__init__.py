@@ -16,7 +16,7 @@ from trt_kernels.errors import (
     PtxVersionError,
     SpecError,
 )
-from trt_kernels.expr import DimSize, Numel, Scalar, cdiv, maximum, minimum
+from trt_kernels.expr import DimSize, Numel, Scalar, cdiv, maximum, minimum, next_power_of_2
 from trt_kernels.spec import (
     Custom,
     Elementwise,
@@ -29,6 +29,7 @@ from trt_kernels.spec import (
     SameDim,
     SameShape,
     ScalarInput,
+    SizeArg,
 )
 
 __version__ = "0.1.0"
@@ -43,10 +44,10 @@ def __getattr__(name):
 
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
-    "ReduceDims", "Reduction", "SameAs", "SameDim", "SameShape", "Scalar", "ScalarInput", "cuda_kernel_op", "ptx_op",
-    "unregister",
+    "ReduceDims", "Reduction", "SameAs", "SameDim", "SameShape", "Scalar", "ScalarInput", "SizeArg",
+    "cuda_kernel_op", "ptx_op", "unregister",
     "triton_kernel_op", "TritonConfig",
-    "cdiv", "maximum", "minimum",
+    "cdiv", "maximum", "minimum", "next_power_of_2",
     "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
     "PtxVersionError", "SpecError",
 ]

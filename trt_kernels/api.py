@@ -17,6 +17,7 @@ from trt_kernels.errors import SpecError
 from trt_kernels.library import definition
 from trt_kernels.library import schema as torch_schema
 from trt_kernels.op import KernelOp
+from trt_kernels.sources.cuda_params import kernel_param_names
 from trt_kernels.sources.cuda_source import CudaSource
 from trt_kernels.spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
 from trt_kernels.validate import parse_op_name, validate_signature
@@ -75,7 +76,9 @@ def cuda_kernel_op(
     sig = validate_signature(op_name, inputs=spec.inputs, outputs=spec.outputs, extras=spec.extras,
                              geometries=[spec.geometry], dtypes=spec.dtypes, type_params=spec.type_params,
                              checks=spec.checks, has_meta_fn=meta_fn is not None,
-                             has_eager_fn=eager_fn is not None)
+                             has_eager_fn=eager_fn is not None, params=spec.params,
+                             kernel_params=kernel_param_names(spec.kernel_source, spec.kernel_name),
+                             kernel_label=f"kernel {spec.kernel_name!r}")
     return _declare(sig, CudaSource(sig, spec), ov)
 
 
@@ -144,13 +147,15 @@ def triton_kernel_op(
     requires_output_allocator: bool = False,
     priority: Any = None,
     capability_validator: Optional[Callable[..., Any]] = None,
+    params: Optional[Sequence[str]] = None,
 ):
     """Declare a ``@triton.jit`` kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
     plugin with a Torch-TensorRT converter): :func:`cuda_kernel_op` with Triton as the source.
 
     ``inputs``/``outputs``/``extras`` are the :class:`KernelSpec` vocabulary; the kernel's
-    non-constexpr parameters follow the same calling convention (tensor inputs, scalar inputs,
-    extras, outputs; a tensor ``x`` may be named ``x`` or ``x_ptr``). ``grid``: 1 to 3 size
+    non-constexpr parameters are matched to them by name (a tensor ``x`` may be named ``x`` or ``x_ptr``;
+    name extras with :class:`SizeArg`), in the kernel's own order; ``params`` lists the declared names in
+    the kernel's order where they differ from its parameters' names. ``grid``: 1 to 3 size
     expressions, or ``grid(meta)`` returning them (``meta`` holds the config's constexprs and
     ``num_warps``); the block is ``num_warps * 32``. ``constexprs``: values of the kernel's
     ``tl.constexpr`` parameters. ``tactics``: more :class:`TritonConfig` objects for TensorRT to time
@@ -169,7 +174,7 @@ def triton_kernel_op(
     sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
                           constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
                           dtypes=dtypes, type_params=type_params, checks=checks, arch_override=arch_override,
-                          compile_options=compile_options)
+                          compile_options=compile_options, params=params)
     return _declare(sig, source, ov)
 
 

@@ -70,6 +70,24 @@ SCALAR_TYPES = {
 }
 
 
+_I32 = ScalarType("int", 4, "i", "int", "int", "i32")
+_U32 = ScalarType("int", 4, "I", "unsigned int", "int", "u32")
+_I64 = ScalarType("int", 8, "q", "long long", "int", "i64")
+_U64 = ScalarType("int", 8, "Q", "unsigned long long", "int", "u64")
+
+#: the C integer types a size argument (:class:`~trt_kernels.spec.SizeArg`) may have, as kernels spell them
+#: (``long`` is 64-bit, as on the Linux targets NVRTC compiles for)
+SIZE_TYPES = {
+    "int": _I32, "int32_t": _I32, "signed": _I32,
+    "unsigned": _U32, "unsigned int": _U32, "uint32_t": _U32,
+    "long": _I64, "long long": _I64, "int64_t": _I64, "ptrdiff_t": _I64, "long int": _I64, "long long int": _I64,
+    "unsigned long": _U64, "unsigned long long": _U64, "uint64_t": _U64, "size_t": _U64,
+}
+
+#: the values each struct code of an int parameter holds
+INT_RANGES = {"i": (-(2**31), 2**31 - 1), "I": (0, 2**32 - 1), "q": (-(2**63), 2**63 - 1), "Q": (0, 2**64 - 1)}
+
+
 def c_type(dtype: torch.dtype) -> str:
     return TENSOR_TYPES[dtype].c
 

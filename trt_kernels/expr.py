@@ -139,6 +139,8 @@ class BinOp(Expr):
         sym = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}.get(self.op)
         if sym:
             return f"({self.lhs} {sym} {self.rhs})"
+        if self.op == "npow2":
+            return f"next_power_of_2({self.lhs})"
         return f"{self.op}({self.lhs}, {self.rhs})"
 
 
@@ -211,6 +213,17 @@ def minimum(a: ExprLike, b: ExprLike) -> Expr:
     return BinOp("min", lift(a), lift(b))
 
 
+def next_power_of_2(a: ExprLike) -> Expr:
+    """The smallest power of two >= ``a`` (0 for 0, as ``triton.next_power_of_2``). For launch-time
+    constexprs (``triton_kernel_op(constexprs={"BLOCK": next_power_of_2(DimSize("x", -1))})``): each
+    distinct value compiles its own variant; sizes of outputs, extras and grids cannot use it."""
+    return BinOp("npow2", lift(a), Const(0))
+
+
+def _npow2(a: int) -> int:
+    return 1 << (a - 1).bit_length() if a > 0 else 0
+
+
 # ----- rewriting -----
 
 
@@ -241,6 +254,7 @@ INT_OPS: dict[str, Callable[[int, int], int]] = {
     "cdiv": lambda a, b: -(-a // b),
     "max": max,
     "min": min,
+    "npow2": lambda a, _: _npow2(a),
 }
 
 
@@ -324,6 +338,9 @@ class Evaluator:
 
     def min(self, a: Any, b: Any) -> Any:
         return min(a, b)
+
+    def npow2(self, a: Any, _: Any) -> Any:
+        return _npow2(int(a))
 
 
 def evaluate(e: Expr, ev: Evaluator) -> Any:

@@ -44,13 +44,15 @@ AOT, JIT = "AOT", "JIT"
 
 @plain_record
 class AotDecision(Frozen):
-    """How TensorRT runs the op's plugin (``mode``: :data:`AOT` or :data:`JIT`), and why."""
+    """How TensorRT runs the op's plugin (``mode``: :data:`AOT` or :data:`JIT`), and why; ``tactics``: the
+    tactics the AOT plugin offers TensorRT (those whose kernels its AOT launch can take; empty: all)."""
 
     mode: str
     why: str
+    tactics: Tuple[int, ...] = ()
 
-    def __init__(self, mode: str, why: str) -> None:
-        self.__dict__.update(mode=mode, why=why)
+    def __init__(self, mode: str, why: str, tactics: Tuple[int, ...] = ()) -> None:
+        self.__dict__.update(mode=mode, why=why, tactics=tactics)
 
     @property
     def aot(self) -> bool:
@@ -331,21 +333,46 @@ class KernelOp:
             return AotDecision(JIT, "override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at "
                                         "run time, so the engine needs trt_kernels imported to run. Fix for AOT: "
                                         "declare outputs and geometry, or pass aot_fn=")
-        smem = self.dynamic_shared_mem
-        if isinstance(smem, Const):
-            return AotDecision(JIT, f"geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
-                                        "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT "
-                                        "plugin launch is not known to make")
-        if self.source.aot_from_build:
-            arch = self.known_arch()
-            reason = self.binary(arch).aot_reason if arch is not None else None
-            if reason:
-                return AotDecision(JIT, reason)
+        reasons = {t: self._aot_unavailable(t) for t in range(1, self.sig.tactics + 1)}
+        fit = tuple(t for t, r in reasons.items() if r is None)
+        if not fit:
+            return AotDecision(JIT, "AOT unavailable: " + "; ".join(dict.fromkeys(reasons.values()))
+                               + "; the JIT impl runs the kernel instead")
         why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
+        if self._needs_layout():
+            why += ("; the PTX entry is rewritten to TensorRT's argument layout (input pointers, arguments, output "
+                    "pointers; 64-bit sizes taken as 32-bit)")
         if self.sig.scalar_decls:
             why += ("; scalars (" + ", ".join(d.name for d in self.sig.scalar_decls)
                     + ") are baked into the extra arguments when the engine is built")
+        if len(fit) < len(reasons):
+            why += "; left out of the plugin's tactics: " + "; ".join(r for r in reasons.values() if r)
+            return AotDecision(AOT, why, fit)
         return AotDecision(AOT, why)
+
+    def _aot_unavailable(self, tactic: int) -> Optional[str]:
+        """Why TensorRT's AOT launch cannot run ``tactic`` (None: it can; what is not known yet, without an
+        arch, is assumed to fit)."""
+        smem = self.sig.launch(tactic).shared_mem
+        if isinstance(smem, Const) and smem.value > STATIC_SHARED_MEM:
+            return (f"tactic {tactic}: geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
+                    "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT plugin launch is not "
+                    "known to make")
+        arch = self.known_arch()
+        if arch is None:
+            return None
+        if self.source.aot_from_build:
+            b = self.binary(arch)
+            for d in self.dtypes:
+                reason = b.kernel(d, tactic).aot_reason
+                if reason:
+                    return reason
+        if self._needs_layout():
+            for d in self.dtypes:
+                ptx, why = self._tensorrt_ptx(d, tactic, arch)
+                if ptx is None:
+                    return f"tactic {tactic}: the kernel's parameters cannot take TensorRT's AOT layout: {why}"
+        return None
 
     def aot_kernel(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None) -> Tuple[str, bytes]:
         """``(symbol, PTX)`` for TensorRT's AOT launch at ``dtype`` and ``tactic``; :class:`PtxVersionError`
@@ -360,7 +387,29 @@ class KernelOp:
         if note:
             isa = f" (PTX ISA {k.ptx_isa[0]}.{k.ptx_isa[1]})" if k.ptx_isa else ""
             raise PtxVersionError(f"{self.op_name}: PTX for TensorRT{isa}: {note}")
-        return k.symbol, k.aot_ptx
+        ptx, why = self._tensorrt_ptx(dtype, tactic, arch)
+        if ptx is None:
+            raise PtxVersionError(f"{self.op_name}: the kernel's parameters cannot take TensorRT's AOT layout: {why}")
+        return k.symbol, ptx
+
+    def _needs_layout(self) -> bool:
+        """Whether TensorRT's AOT layout differs from the kernel's parameters (their order, or 64-bit sizes)."""
+        from trt_kernels.recipe import tensorrt_narrowed, tensorrt_order
+
+        params = self.sig.params(self.dtypes[0])
+        return tensorrt_order(params) != list(range(len(params))) or bool(tensorrt_narrowed(params))
+
+    def _tensorrt_ptx(self, dtype, tactic: int, arch: Optional[str]) -> Tuple[Optional[bytes], str]:
+        """The AOT PTX at ``dtype`` and ``tactic`` in TensorRT's argument layout, or ``(None, why)``."""
+        from trt_kernels.recipe import tensorrt_narrowed, tensorrt_order
+        from trt_kernels.sources.ptx_entry import rearranged
+
+        k = self.binary(arch).kernel(dtype, tactic)
+        params = self.sig.params(dtype)
+        order, narrow = tensorrt_order(params), tensorrt_narrowed(params)
+        if k.aot_ptx is None or (order == list(range(len(params))) and not narrow):
+            return k.aot_ptx, ""
+        return rearranged(k.aot_ptx, k.symbol, order, narrow)
 
     # ----- eager loading -----
     def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1) -> LoadedKernel:

@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels._record import Frozen, plain_record
+from trt_kernels.dtypes import INT_RANGES, SIZE_TYPES
 from trt_kernels.errors import InputError
 from trt_kernels.expr import (
     BinOp,
@@ -79,12 +80,14 @@ class LaunchPlan(Frozen):
     shared_mem: Expr
     extras: Tuple[Expr, ...]
     checks: Tuple[CheckPlan, ...] = ()
+    extra_ctypes: Tuple[str, ...] = ()  # each extra's C type (Signature.extra_ctypes); (): all "int"
 
     def __init__(self, op_name: str, ranks: Tuple[int, ...], tactic: int, outputs: Tuple[OutputPlan, ...],
                  grid: Tuple[Expr, Expr, Expr], block: Tuple[int, int, int], shared_mem: Expr,
-                 extras: Tuple[Expr, ...], checks: Tuple[CheckPlan, ...] = ()) -> None:
+                 extras: Tuple[Expr, ...], checks: Tuple[CheckPlan, ...] = (), extra_ctypes: Tuple[str, ...] = ()
+                 ) -> None:
         self.__dict__.update(op_name=op_name, ranks=ranks, tactic=tactic, outputs=outputs, grid=grid, block=block,
-                             shared_mem=shared_mem, extras=extras, checks=checks)
+                             shared_mem=shared_mem, extras=extras, checks=checks, extra_ctypes=extra_ctypes)
 
     def lowered(self) -> "LaunchPlan":
         """This plan with every expression through :func:`~trt_kernels.expr.lower`: what eager launches
@@ -94,7 +97,7 @@ class LaunchPlan(Frozen):
         checks = tuple(CheckPlan(c.index, c.label, c.kind, c.tensors, c.texts,
                                  tuple((lower(a), lower(b)) for a, b in c.pairs)) for c in self.checks)
         return LaunchPlan(self.op_name, self.ranks, self.tactic, outs, tuple(lower(e) for e in self.grid), self.block,
-                          lower(self.shared_mem), tuple(lower(e) for e in self.extras), checks)
+                          lower(self.shared_mem), tuple(lower(e) for e in self.extras), checks, self.extra_ctypes)
 
     def describe(self) -> str:
         outs = ", ".join("(" + ", ".join(map(str, o.shape)) + ")" for o in self.outputs)
@@ -193,7 +196,7 @@ def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchP
         checks.append(CheckPlan(index=k, label=c.label, kind=c.kind, tensors=c.tensors, texts=c.texts, pairs=pairs))
     return LaunchPlan(
         op_name=op, ranks=ranks, tactic=min(max(int(tactic or 1), 1), sig.tactics), outputs=tuple(outputs), grid=grid,
-        block=block, shared_mem=smem, extras=extras, checks=tuple(checks),
+        block=block, shared_mem=smem, extras=extras, checks=tuple(checks), extra_ctypes=sig.extra_ctypes,
     )
 
 
@@ -291,8 +294,9 @@ def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[
                        f"shape {dims} has {n} elements, over int64 at input sizes {sizes}",
                        "pass smaller inputs")
         outs.append(dims)
-    extras = tuple(value(e, f"extras[{i}]", -INT32_MAX - 1, INT32_MAX, "the kernel's 32-bit int")
-                   for i, e in enumerate(plan.extras))
+    ctypes = plan.extra_ctypes or ("int",) * len(plan.extras)
+    extras = tuple(value(e, f"extras[{i}]", *INT_RANGES[SIZE_TYPES[c].code], f"the kernel's C {c}")
+                   for i, (e, c) in enumerate(zip(plan.extras, ctypes)))
     grid = tuple(value(e, f"grid[{'xyz'[i]}]", 0, GRID_LIMITS[i], f"CUDA grid axis {'xyz'[i]}")
                  for i, e in enumerate(plan.grid))
     smem = value(plan.shared_mem, "shared_mem", 0, INT32_MAX, "dynamic shared memory (bytes)")

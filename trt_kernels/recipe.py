@@ -19,7 +19,7 @@ of parameter is a new ``role`` here and a case in each reader.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trt_kernels._record import Frozen, plain_record
 
@@ -72,18 +72,11 @@ class LaunchRecipe(Frozen):
 
     def aot_extras(self, scalar_arg: Callable[[int, int], Any], extra_arg: Callable[[int], Any]) -> List[Any]:
         """The arguments TensorRT's AOT launch passes between the input and the output pointers (its
-        ``extra_args``), in order: ``scalar_arg(scalar index, element)`` for a scalar, ``extra_arg(extra
-        index)`` for a size. Raises ValueError where the kernel's parameters are not (inputs, arguments,
-        outputs), the one order TensorRT's AOT launch has."""
-        roles = [p.role for p in self.params]
-        n_in = roles.count("input")
-        n_out = roles.count("output")
-        if roles[:n_in] != ["input"] * n_in or roles[len(roles) - n_out:] != ["output"] * n_out:
-            raise ValueError(f"{self.op_name}: the kernel's parameters are "
-                             f"({', '.join(p.label for p in self.params)}); "
-                             "TensorRT's AOT launch passes the input pointers first and the output pointers last")
+        ``extra_args``), in the order of :func:`tensorrt_order`: ``scalar_arg(scalar index, element)`` for a
+        scalar, ``extra_arg(extra index)`` for a size."""
+        order = tensorrt_order(self.params)
         return [scalar_arg(p.index, p.element or 0) if p.role == "scalar" else extra_arg(p.index)
-                for p in self.params[n_in:len(self.params) - n_out]]
+                for p in (self.params[i] for i in order) if p.role in ("scalar", "extra")]
 
     def describe(self) -> str:
         return f"{self.plan.describe()}; params ({', '.join(p.label for p in self.params)})"
@@ -100,6 +93,21 @@ def make(sig: Signature, kdt: Any, plan: LaunchPlan, image: Optional[KernelImage
                         tuple(scratch))
 
 
+def tensorrt_order(params: Sequence[Param]) -> List[int]:
+    """The kernel's parameters (their positions) in the order TensorRT's AOT launch passes them: the input
+    pointers by input index, the other arguments in the kernel's order, the output pointers by output index."""
+    pos = range(len(params))
+    return (sorted((i for i in pos if params[i].role == "input"), key=lambda i: params[i].index)
+            + [i for i in pos if params[i].role not in ("input", "output")]
+            + sorted((i for i in pos if params[i].role == "output"), key=lambda i: params[i].index))
+
+
+def tensorrt_narrowed(params: Sequence[Param]) -> Dict[int, bool]:
+    """The 64-bit integer parameters (position -> signed) that TensorRT's AOT launch passes as 32-bit
+    extra args (``SymInt32``): sizes, whose values TensorRT computes as 32-bit ints."""
+    return {i: p.code.islower() for i, p in enumerate(params) if p.role == "extra" and p.size == 8}
+
+
 def _value(p: Param, tensors, scalars, extras, outs) -> Any:
     if p.role == "input":
         return tensors[p.index].data_ptr()
@@ -113,4 +121,4 @@ def _value(p: Param, tensors, scalars, extras, outs) -> Any:
     raise ValueError(f"unknown parameter role {p.role!r}")
 
 
-__all__ = ("LaunchRecipe", "ROLES", "make")
+__all__ = ("LaunchRecipe", "ROLES", "make", "tensorrt_narrowed", "tensorrt_order")

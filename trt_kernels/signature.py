@@ -19,7 +19,7 @@ import torch
 
 from trt_kernels import dtypes as _dt
 from trt_kernels._record import Frozen, plain_record
-from trt_kernels.dtypes import SCALAR_TYPES
+from trt_kernels.dtypes import SCALAR_TYPES, SIZE_TYPES
 from trt_kernels.expr import Const, Expr
 from trt_kernels.spec import InputDecl, ScalarInput
 
@@ -184,17 +184,24 @@ class Signature(Frozen):
     launches: Tuple[LaunchSig, ...]  # one per tactic; empty: eager_fn (and aot_fn) launch
     type_params: Tuple[str, ...] = ("T",)  # the template's type parameters; kernel_dtypes are tuples when > 1
     checks: Tuple[CheckSig, ...] = ()  # size relations between inputs
+    extra_names: Tuple[str, ...] = ()  # each extra's name (a SizeArg's; "" for a plain expression)
+    extra_ctypes: Tuple[str, ...] = ()  # each extra's C type (a key of dtypes.SIZE_TYPES); () : all "int"
+    # the kernel's parameter order: position k of the kernel takes parameter order[k] of the calling
+    # convention's list (inputs, scalars, extras, outputs); () : the convention's order itself
+    order: Tuple[int, ...] = ()
 
     def __init__(self, op_name: str, namespace: str, name: str, inputs: Tuple[Union[InputDecl, ScalarInput], ...],
                  arg_kinds: Tuple[str, ...], tensor_pos: Tuple[int, ...], tensor_decls: Tuple[InputDecl, ...],
                  scalar_decls: Tuple[ScalarInput, ...], kernel_dtypes: Tuple[Any, ...],
                  outputs: Tuple[OutputSig, ...], extras: Tuple[Expr, ...], extra_labels: Tuple[str, ...],
                  launches: Tuple[LaunchSig, ...], type_params: Tuple[str, ...] = ("T",),
-                 checks: Tuple[CheckSig, ...] = ()) -> None:
+                 checks: Tuple[CheckSig, ...] = (), extra_names: Tuple[str, ...] = (),
+                 extra_ctypes: Tuple[str, ...] = (), order: Tuple[int, ...] = ()) -> None:
         self.__dict__.update(op_name=op_name, namespace=namespace, name=name, inputs=inputs, arg_kinds=arg_kinds,
                              tensor_pos=tensor_pos, tensor_decls=tensor_decls, scalar_decls=scalar_decls,
                              kernel_dtypes=kernel_dtypes, outputs=outputs, extras=extras, extra_labels=extra_labels,
-                             launches=launches, type_params=type_params, checks=checks)
+                             launches=launches, type_params=type_params, checks=checks, extra_names=extra_names,
+                             extra_ctypes=extra_ctypes, order=order)
 
     @property
     def tensor_names(self) -> Tuple[str, ...]:
@@ -277,8 +284,14 @@ class Signature(Frozen):
 
     # ----- the kernel ABI -----
     def params(self, kdt: torch.dtype) -> List[Param]:
-        """The kernel's parameter list at ``kdt``: ``(tensor input pointers, scalar inputs, extras,
-        output pointers)``, each in declaration order."""
+        """The kernel's parameter list at ``kdt``, in the kernel's order (:attr:`order`; by default the
+        calling convention's ``(tensor input pointers, scalar inputs, extras, output pointers)``, each in
+        declaration order)."""
+        out = self.convention_params(kdt)
+        return [out[i] for i in self.order] if self.order else out
+
+    def convention_params(self, kdt: torch.dtype) -> List[Param]:
+        """The parameters in the calling convention's order (what :attr:`order` permutes)."""
         ins = self.in_dtypes(kdt)
         out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}", "input", t)
                for t, (d, dt) in enumerate(zip(self.tensor_decls, ins))]
@@ -291,11 +304,17 @@ class Signature(Frozen):
             else:  # a tuple: one C scalar per element, in order
                 out += [Param(kind, size, code, f"{ct} {s.name}_{k} /* {s.name}[{k}] */", "scalar", i, k)
                         for k in range(n)]
-        out += [Param("int", 4, "i", f"int extra{i} /* {lbl} */", "extra", i)
-                for i, lbl in enumerate(self.extra_labels)]
+        for i, lbl in enumerate(self.extra_labels):
+            st = SIZE_TYPES[self.extra_ctype(i)]
+            name = self.extra_names[i] if self.extra_names and self.extra_names[i] else f"extra{i}"
+            out.append(Param("int", st.size, st.code, f"{st.c} {name} /* {lbl} */", "extra", i))
         out += [Param("ptr", 8, "Q", f"{_dt.c_type(dt)}* {o.name}", "output", i)
                 for i, (o, dt) in enumerate(zip(self.outputs, self.out_dtypes(ins)))]
         return out
+
+    def extra_ctype(self, i: int) -> str:
+        """The C type of extra ``i`` (a key of :data:`trt_kernels.dtypes.SIZE_TYPES`)."""
+        return self.extra_ctypes[i] if self.extra_ctypes else "int"
 
     def param_codes(self, kdt: torch.dtype) -> List[str]:
         return [p.code for p in self.params(kdt)]

@@ -152,6 +152,28 @@ InputSpec = Union[InputDecl, ScalarInput]
 
 
 @record
+class SizeArg(Frozen):
+    """A kernel parameter that is neither a tensor nor a scalar input: a size (``N``, ``C``, a stride) or a
+    constant, computed at every launch from the inputs' sizes and int scalars.
+
+    ``name``: the kernel's own name for the parameter (matched against the kernel's parameter names, and
+    usable in ``params``); ``value``: a size expression or an int; ``ctype``: the parameter's C type as the
+    kernel declares it, one of :data:`trt_kernels.dtypes.SIZE_TYPES` (``"int"``, ``"unsigned"``,
+    ``"long"``, ``"long long"``, ``"int64_t"``, ``"size_t"``, ...): a 64-bit one takes values over 2**31.
+    Goes in ``extras``, where a plain expression is a C ``int`` without a name.
+    """
+
+    name: str
+    value: Any
+    ctype: str = "int"
+
+    def __init__(self, name: str, value: Any, ctype: str = "int") -> None:
+        self.__dict__.update(name=name, value=value, ctype=ctype)
+
+
+
+
+@record
 class OutputDecl(Frozen):
     """An output tensor; the kernel receives a ``T*``.
 
@@ -242,9 +264,11 @@ Check = Union[SameShape, SameDim]
 class KernelSpec(Record):
     """Declarative description of a CUDA kernel.
 
-    Calling convention of the ``__global__`` function:
-    ``(tensor input pointers..., scalar inputs..., extras..., output pointers...)``,
-    each group in declaration order.
+    The kernel's parameters are taken in the kernel's own order: where its ``__global__`` declaration
+    names every declared input, output and named extra (:class:`SizeArg`; a tensor ``x`` may be ``x_ptr``),
+    they are matched by name; ``params`` states the order explicitly (a list of the declared names, in
+    the kernel's order). Otherwise the calling convention is ``(tensor input pointers..., scalar
+    inputs..., extras..., output pointers...)``, each group in declaration order.
 
     ``dtypes``: for a template kernel (``kernel_name="k<T>"``), the dtypes ``T`` may take; each
     is instantiated by NVRTC and eager dispatches on the input dtype.
@@ -270,6 +294,7 @@ class KernelSpec(Record):
     compile_options: Sequence[str] = ()
     type_params: Optional[Sequence[str]] = None
     checks: Sequence[Check] = ()
+    params: Optional[Sequence[str]] = None
 
     def __init__(self, kernel_source: str, kernel_name: str, inputs: Optional[Sequence[InputSpec]] = None,
                  outputs: Optional[Sequence[OutputDecl]] = None, extras: Sequence[Union[Expr, int]] = FACTORY,
@@ -277,7 +302,7 @@ class KernelSpec(Record):
                  compile_std: str = "c++17", arch_override: Optional[str] = None,
                  dtypes: Optional[Sequence[Union[torch.dtype, Tuple[torch.dtype, ...]]]] = None,
                  compile_options: Sequence[str] = (), type_params: Optional[Sequence[str]] = None,
-                 checks: Sequence[Check] = ()) -> None:
+                 checks: Sequence[Check] = (), params: Optional[Sequence[str]] = None) -> None:
         self.kernel_source = kernel_source
         self.kernel_name = kernel_name
         self.inputs = inputs
@@ -291,3 +316,4 @@ class KernelSpec(Record):
         self.compile_options = compile_options
         self.type_params = type_params
         self.checks = checks
+        self.params = params

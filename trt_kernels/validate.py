@@ -180,12 +180,17 @@ def validate_signature(
     checks=(),
     has_meta_fn: bool = False,
     has_eager_fn: bool = False,
+    params=None,
+    kernel_params: Optional[Sequence[str]] = None,
+    kernel_label: str = "the kernel",
 ) -> Signature:
     """Check what a kernel takes and resolve it into a :class:`Signature`.
 
     ``geometries``: the launch geometry of each tactic (``[spec.geometry]`` for a CUDA C++ or PTX op,
     whose ``Elementwise``/``Reduction`` tactics are expanded here; one ``Custom`` per config for a
-    Triton op); None or ``[None]`` when ``eager_fn`` launches.
+    Triton op); None or ``[None]`` when ``eager_fn`` launches. ``params``: the user's explicit parameter
+    order (declared names); ``kernel_params``: the kernel's own parameter names where the source tells them
+    (``kernel_label`` names the kernel in messages): see :func:`_param_order`.
     """
     ns, name = parse_op_name(op_name)
     op = op_name
@@ -203,7 +208,7 @@ def validate_signature(
     if len(tp) > 1:
         _check_combinations(op, tp, tensors)
     scalars = tuple(d for d in decls if isinstance(d, spec.ScalarInput))
-    extras = _extras(op, extras, tnames, tensors, scalars)
+    extras, extra_names, extra_ctypes = _extras(op, extras, tnames, tensors, scalars)
     outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars, tp)
     check_sigs = _checks(op, checks, tnames, tensors)
     geos = [g for g in (geometries or ()) if g is not None]
@@ -224,7 +229,9 @@ def validate_signature(
         scalar_decls=scalars, kernel_dtypes=kd,
         outputs=tuple(_resolve_output(o, tnames, scalars, tensors, tp) for o in outs),
         extras=tuple(_resolve(e, tnames, scalars) for e in extras), extra_labels=tuple(str(e) for e in extras),
-        launches=tuple(launches), type_params=tp, checks=check_sigs,
+        launches=tuple(launches), type_params=tp, checks=check_sigs, extra_names=extra_names,
+        extra_ctypes=extra_ctypes if any(c != "int" for c in extra_ctypes) else (),
+        order=_param_order(op, _items(tensors, scalars, extra_names, outs), params, kernel_params, kernel_label),
     )
 
 
@@ -355,14 +362,129 @@ def _check_trailing_defaults(op: str, inputs) -> None:
                         "order, tensors then scalars, does not change), or give this one a default")
 
 
-def _extras(op: str, extras, tnames, tensors, scalars=()) -> list:
+def _extras(op: str, extras, tnames, tensors, scalars=()) -> Tuple[list, Tuple[str, ...], Tuple[str, ...]]:
+    """The extras' size expressions, names ("" for a plain expression) and C types."""
     extras = sequence(op, "extras", extras, "pass a list of size expressions, e.g. extras=[ttk.Numel('x')]")
-    out = []
+    out, names, ctypes = [], [], []
     for i, e in enumerate(extras):
-        e = _size_expr(op, f"extras[{i}]", e, "use ttk.Numel(name), ttk.DimSize(name, axis), an int, or arithmetic "
-                       "on them", tnames, tensors, scalars, lo=-(2**31), hi=2**31 - 1, what="a C int extra")
+        where, name, ctype = f"extras[{i}]", "", "int"
+        if isinstance(e, spec.SizeArg):
+            name, ctype, e = e.name, e.ctype, e.value
+            why = _bad_identifier(name)
+            if why:
+                raise fail(op, f"{where}.name", f"{name!r} {why}", "give the kernel parameter's name")
+            if name in names:
+                raise fail(op, f"{where}.name", f"{name!r} names two extras", "give each SizeArg its own name")
+            if ctype not in _dt.SIZE_TYPES:
+                raise fail(op, f"{where}.ctype", f"{ctype!r} is not a C integer type trt_kernels passes",
+                           f"use one of {', '.join(map(repr, _dt.SIZE_TYPES))}")
+        lo, hi = _dt.INT_RANGES[_dt.SIZE_TYPES[ctype].code]
+        e = _size_expr(op, where + (".value" if name else ""), e, "use ttk.Numel(name), ttk.DimSize(name, axis), an "
+                       "int, or arithmetic on them", tnames, tensors, scalars, lo=lo, hi=hi, what=f"a C {ctype} extra")
         out.append(e)
-    return out
+        names.append(name)
+        ctypes.append(ctype)
+    return out, tuple(names), tuple(ctypes)
+
+
+def _items(tensors, scalars, extra_names, outs) -> list:
+    """The declared kernel parameters in the calling convention's order, as ``(name, what, count,
+    may_end_in_ptr)``: a tuple scalar input is ``count`` parameters; an unnamed extra has name ""."""
+    items = [(t.name, "tensor input", 1, True) for t in tensors]
+    items += [(d.name, "scalar input", scalar_len(d) or 1, False) for d in scalars]
+    items += [(n, f"extras[{i}]", 1, False) for i, n in enumerate(extra_names)]
+    items += [(o.name, "output", 1, True) for o in outs]
+    return items
+
+
+def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[str]], kernel: str
+                 ) -> Tuple[int, ...]:
+    """The kernel's parameter order as a permutation of the calling convention's (``()``: that order).
+
+    ``params`` (the user's list of declared names, in the kernel's order) decides when given. Otherwise,
+    where the kernel's own parameter names are known and every named item is among them (a tensor ``x``
+    may be ``x_ptr``; a tuple input ``pads`` its ``pads_0`` ...), each takes the kernel's position of its
+    name and the unnamed extras fill the positions left, in declaration order. Else the convention's
+    order stands, and a kernel name that is another declared item's is an error (the silent swap it
+    would be)."""
+    starts, k = [], 0
+    for _, _, count, _ in items:
+        starts.append(k)
+        k += count
+    total = k
+    if params is not None:
+        params = sequence(op, "params", params, "list the declared names in the kernel's parameter order")
+        by_name = {name: i for i, (name, _, _, _) in enumerate(items) if name}
+        seen: dict = {}
+        for j, name in enumerate(params):
+            if not isinstance(name, str) or name not in by_name:
+                raise fail(op, f"params[{j}]", f"{name!r} is not a declared input, output or named extra",
+                           f"use one of {', '.join(map(repr, by_name))}")
+            if name in seen:
+                raise fail(op, f"params[{j}]", f"{name!r} is listed twice (also params[{seen[name]}])",
+                           "list each declared name once")
+            seen[name] = j
+        missing = [(name or what) for name, what, _, _ in items if name not in seen]
+        if missing:
+            unnamed = [m for m in missing if m.startswith("extras[")]
+            raise fail(op, "params", f"leaves out {', '.join(missing)}",
+                       "name every extra with ttk.SizeArg(name, value) and list it" if unnamed
+                       else "list every declared input, output and extra once")
+        return _permutation([i for name in params for i in _span(starts, items, by_name[name])], total)
+    if kernel_params is None:
+        return ()
+    kernel_params = list(kernel_params)
+    position = {n: j for j, n in enumerate(kernel_params)}
+
+    def found(name: str, ptr_ok: bool) -> Optional[int]:
+        if name in position:
+            return position[name]
+        return position.get(name + "_ptr") if ptr_ok else None
+
+    taken: dict = {}
+    unmatched = []
+    for i, (name, what, count, ptr_ok) in enumerate(items):
+        if not name:
+            unmatched.append(i)
+            continue
+        first = found(name, ptr_ok) if count == 1 else found(f"{name}_0", False)
+        if first is None:
+            return _convention(op, items, kernel_params, kernel, found)
+        for e in range(count):
+            taken[first + e] = starts[i] + e
+    free = [j for j in range(len(kernel_params)) if j not in taken]
+    if len(kernel_params) != total or len(free) != len(unmatched):
+        return _convention(op, items, kernel_params, kernel, found)
+    for j, i in zip(free, unmatched):
+        taken[j] = starts[i]
+    return _permutation([taken[j] for j in range(total)], total)
+
+
+def _span(starts, items, i) -> range:
+    return range(starts[i], starts[i] + items[i][2])
+
+
+def _permutation(order: list, total: int) -> Tuple[int, ...]:
+    return () if order == list(range(total)) else tuple(order)
+
+
+def _convention(op: str, items: list, kernel_params: list, kernel: str, found) -> Tuple[int, ...]:
+    """The convention's order, unless the kernel names a declared item where the convention puts another."""
+    conv = [(name, what) for name, what, count, _ in items for _ in range(count)]
+    if len(conv) != len(kernel_params):
+        return ()  # the ABI check names what is missing or too many
+    for j, kname in enumerate(kernel_params[:len(conv)]):
+        for name, what, count, ptr_ok in items:
+            hit = kname in (name, name + "_ptr" if ptr_ok else name) if count == 1 else kname.startswith(name + "_")
+            if name and hit and conv[j][0] != name:
+                expected = f"{conv[j][1]} {conv[j][0]!r}" if conv[j][0] else f"{conv[j][1]} (an unnamed extra)"
+                raise fail(op, "params", f"{kernel} has {kname!r} as parameter {j}, where the calling convention "
+                           f"(tensor inputs, scalars, extras, outputs) puts {expected}, and not every "
+                           "declared name is one of its parameters, so they cannot be matched by name",
+                           "pass params=[...] with the declared names in the kernel's order "
+                           f"({', '.join(kernel_params)}), or name each input, output and extra (ttk.SizeArg) as "
+                           "the kernel does")
+    return ()
 
 
 def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eager_fn: bool, scalars=(),
@@ -543,22 +665,28 @@ def _check_axis(op: str, where: str, axis: int, decl: spec.InputDecl) -> None:
 
 
 def _size_expr(op: str, where: str, e: Any, fix: str, tnames: Sequence[str], tensors: Sequence[spec.InputDecl],
-               scalars: Sequence[spec.ScalarInput], *, lo: int, hi: int, what: str) -> Expr:
+               scalars: Sequence[spec.ScalarInput], *, lo: Optional[int], hi: Optional[int], what: str,
+               constexpr: bool = False) -> Expr:
     """``e`` as a size expression (an int, or arithmetic on sizes), checked by :func:`_check_expr`."""
     try:
         e = lift(e)
     except TypeError:
         raise fail(op, where, f"{e!r} is not a size expression", fix) from None
-    _check_expr(op, where, e, tnames, tensors, lo=lo, hi=hi, what=what, scalars=scalars)
+    _check_expr(op, where, e, tnames, tensors, lo=lo, hi=hi, what=what, scalars=scalars, constexpr=constexpr)
     return e
 
 
 def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Sequence[spec.InputDecl], *,
                 lo: Optional[int] = None, hi: Optional[int] = None, what: str = "",
-                scalars: Sequence[spec.ScalarInput] = ()) -> None:
+                scalars: Sequence[spec.ScalarInput] = (), constexpr: bool = False) -> None:
     """Every leaf names a tensor input (and an axis it has) or an int scalar input (an element of an int
     tuple input); no constant divisor is zero; a constant value (or a constant part of it) lies in
-    ``[lo, hi]`` when those are given."""
+    ``[lo, hi]`` when those are given; ``next_power_of_2`` only in a launch-time constexpr (``constexpr``):
+    launches, TensorRT and the fake impl evaluate the other expressions, and they do not have it."""
+    if not constexpr and any(isinstance(n, BinOp) and n.op == "npow2" for n in _nodes(e)):
+        raise fail(op, where, f"{e} uses next_power_of_2, which only a launch-time constexpr may use",
+                   "compute it as a Triton constexpr (constexprs={'BLOCK': ttk.next_power_of_2(...)}) and read "
+                   "meta['BLOCK'] in grid(meta)")
     for leaf in leaves(e):
         if isinstance(leaf, (Numel, DimSize)):
             t = resolve_tensor(op, where, leaf.input_name, tnames)
@@ -576,6 +704,16 @@ def _check_expr(op: str, where: str, e: Expr, tnames: Sequence[str], tensors: Se
     if value is not None and ((lo is not None and value < lo) or (hi is not None and value > hi)):
         raise fail(op, where, f"{e} = {value} is out of range for {what} ([{lo}, {hi}])",
                     f"use a value in [{lo}, {hi}]")
+
+
+def constexpr_expr(op: str, where: str, e: Any, sig: Signature) -> Expr:
+    """A launch-time constexpr's size expression (``next_power_of_2`` allowed), checked and resolved
+    against ``sig``'s inputs."""
+    names = list(sig.tensor_names)
+    e = _size_expr(op, where, e, "use ttk.Numel(name), ttk.DimSize(name, axis), ttk.Scalar(name), ints, "
+                   "ttk.next_power_of_2 and arithmetic", names, sig.tensor_decls, sig.scalar_decls, lo=None, hi=None,
+                   what="", constexpr=True)
+    return _resolve(e, names, sig.scalar_decls)
 
 
 def _check_scalar_leaf(op: str, where: str, leaf: Scalar, scalars: Sequence[spec.ScalarInput]) -> None:

@@ -22,8 +22,8 @@ seed_cases.declare({ns!r})
 BAD_FILE = """
 import trt_kernels as ttk
 ttk.cuda_kernel_op("{ns}::swapped", ttk.KernelSpec(
-    kernel_source='extern "C" __global__ void k(const float* x, float* y, int n) '
-                  '{{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}',
+    kernel_source='extern "C" __global__ void k(const float* a, float* b, int n) '
+                  '{{ int i = threadIdx.x; if (i < n) b[i] = a[i]; }}',
     kernel_name="k", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
     extras=[ttk.Numel("x")], geometry=ttk.Elementwise(block=(256,))))
 """

@@ -21,8 +21,10 @@ def test_matching_mixed_signature_registers():
 
 
 def test_swapped_extra_and_scalar_is_caught():
-    # kernel wants (x, alpha, n, y); spec with the scalar declared but kernel written (x, n, alpha, y)
-    src = SCALE.replace("const float* x, float alpha, int n, float* y", "const float* x, int n, float alpha, float* y")
+    # kernel wants (x, alpha, n, y); spec with the scalar declared but kernel written (a, n, alpha, b): its names
+    # are not the declaration's (alpha is k), so the calling convention applies and the ABI check names the parameter
+    src = SCALE.replace("const float* x, float alpha, int n, float* y", "const float* a, int n, float k, float* b")
+    src = src.replace("y[i] = alpha * x[i]", "b[i] = k * a[i]")
     spec = sigmoid_spec(kernel_source=src, kernel_name="my_scale", arch_override="sm_90",
                         inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", float)])
     with pytest.raises(ttk.KernelABIError) as info:
@@ -30,19 +32,26 @@ def test_swapped_extra_and_scalar_is_caught():
     msg = str(info.value)
     assert "takes 4 parameters (u64, u32, f32, u64)" in msg
     assert "const float* x,\n    float alpha,\n    int extra0 /* Numel('x') */,\n    float* y)" in msg
-    assert "Fix:" in msg
+    assert "parameter 1: the kernel has u32; the declaration gives float alpha (f32)" in msg
+    assert "parameter 2: the kernel has f32; the declaration gives int extra0 /* Numel('x') */ (s32)" in msg
+    assert "Fix: declare this ttk.ScalarInput of inputs with type int (the kernel's u32)" in msg
 
 
 def test_missing_extra_is_caught():
     spec = sigmoid_spec(extras=[], arch_override="sm_90")
-    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the spec implies 2"):
+    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives 2") as info:
         ttk.cuda_kernel_op(unique(), spec)
+    assert "parameter 2: the kernel has u64; the declaration gives none" in str(info.value)
+    assert "Fix: the kernel takes 1 parameter(s) more than the declaration gives" in str(info.value)
 
 
 def test_pointer_vs_int_is_caught():
-    src = SIGMOID.replace("int n, float* __restrict__ y", "float* __restrict__ y, int n")
-    with pytest.raises(ttk.KernelABIError):
-        ttk.cuda_kernel_op(unique(), sigmoid_spec(kernel_source=src, arch_override="sm_90"))
+    src = SIGMOID.replace("const float* __restrict__ x, int n, float* __restrict__ y",
+                          "const float* __restrict__ a, float* __restrict__ b, int n").replace("y[i]", "b[i]")
+    with pytest.raises(ttk.KernelABIError) as info:
+        ttk.cuda_kernel_op(unique(), sigmoid_spec(kernel_source=src.replace("-x[i]", "-a[i]"), arch_override="sm_90"))
+    assert "parameter 1: the kernel has u64; the declaration gives int extra0" in str(info.value)
+    assert "Fix: the order differs" in str(info.value)
 
 
 def test_ptx_op_checks_its_entry():
@@ -109,5 +118,5 @@ def test_an_entry_without_recorded_parameters_is_checked_from_its_ptx(tmp_path, 
     assert old.from_cache and old.params_of("my_sigmoid") is None and old.ptx == prog.ptx
     ttk.cuda_kernel_op(unique(), sigmoid_spec(arch_override="sm_90"))
     comp._MEMO.clear()
-    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the spec implies 2"):
+    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives 2"):
         ttk.cuda_kernel_op(unique(), sigmoid_spec(extras=[], arch_override="sm_90"))

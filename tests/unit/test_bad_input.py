@@ -172,8 +172,7 @@ def test_compile_errors_point_at_the_users_line_in_template_kernels():
 @pytest.mark.parametrize("kw,error", [
     (dict(kernel_source=SIGMOID.replace("int i", "int i = ;")), ttk.CompileError),
     (dict(kernel_name="no_such_kernel"), ttk.CompileError),
-    (dict(kernel_source=SIGMOID.replace("const float* __restrict__ x, int n", "int n, const float* __restrict__ x")),
-     ttk.KernelABIError),
+    (dict(kernel_source=SIGMOID.replace("int n,", "float n,")), ttk.KernelABIError),
 ])
 def test_mistakes_surface_at_declaration_without_gpu_or_arch(kw, error, monkeypatch):
     monkeypatch.delenv("TRT_KERNELS_ARCH")

@@ -7,7 +7,6 @@ the values in that order, the native kernel's encoding lists its sources in that
 (launch_into) yields them in that order, and the AOT impl's extra arguments refuse an order TensorRT's
 AOT launch cannot express. The parameter order is decided in one place: ``Signature.params``."""
 
-import pytest
 import torch
 
 import trt_kernels as ttk
@@ -87,12 +86,14 @@ def test_the_native_encoding_follows_the_recipe_order():
     assert moved == [plain[-1]] + plain[:-1]
 
 
-def test_the_aot_extra_arguments_are_the_middle_of_the_recipe_or_refused():
+def test_the_aot_extra_arguments_are_the_arguments_between_pointers_in_the_kernels_order():
     kop = _declared(_scaled_spec())
     r = kop.recipe(torch.float32, (1,))
     assert r.aot_extras(lambda s, k: ("scalar", s, k), lambda j: ("extra", j)) == [("scalar", 0, 0), ("extra", 0)]
-    with pytest.raises(ValueError, match="input pointers first and the output pointers last"):
-        _outputs_first(r).aot_extras(lambda s, k: s, lambda j: j)
+    moved = _outputs_first(r)  # (y, x, alpha, n): TensorRT still passes (x, alpha, n, y)
+    assert moved.aot_extras(lambda s, k: ("scalar", s, k), lambda j: ("extra", j)) == [("scalar", 0, 0), ("extra", 0)]
+    assert recipe.tensorrt_order(moved.params) == [1, 2, 3, 0]
+    assert recipe.tensorrt_order(r.params) == [0, 1, 2, 3] and recipe.tensorrt_narrowed(r.params) == {}
 
 
 def test_a_tuple_scalar_is_one_parameter_per_element():

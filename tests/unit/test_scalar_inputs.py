@@ -289,7 +289,7 @@ def test_kernel_that_takes_too_few_tuple_values_is_refused():
     src = 'extern "C" __global__ void pad1(const float* x, int l, int n, float* y) {}'
     with pytest.raises(ttk.KernelABIError, match=r"int pads_1 /\* pads\[1\] \*/") as info:
         ttk.cuda_kernel_op(unique("ttk_scal"), pad1_spec(kernel_source=src))
-    assert "takes 4 parameters" in str(info.value) and "spec implies 5" in str(info.value)
+    assert "takes 4 parameters" in str(info.value) and "declaration gives 5" in str(info.value)
 
 
 def test_float_tuple_parameters_are_floats():

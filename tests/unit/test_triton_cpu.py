@@ -4,6 +4,7 @@ and the TensorRT plugin through NVIDIA's tensorrt.plugin layer (stand-in)."""
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from trt_kernels import registry  # noqa: E402
 from trt_kernels.expr import SizesEvaluator, evaluate  # noqa: E402
 from trt_kernels.sources import abi  # noqa: E402
 from trt_kernels.sources import triton_compile as ts  # noqa: E402
+from trt_kernels.sources.ptx_entry import strip_hidden_params  # noqa: E402
 
 ARCH = "sm_90"
 
@@ -152,7 +154,7 @@ def test_scratch_kernel_is_jit_only_with_the_reason():
     kop = kop_of(name)
     k = kop.source.compile_one(torch.float32, 1, ARCH)
     assert k.global_scratch_size > 0 and k.needs_scratch
-    stripped, why = ts.strip_hidden_params(k.ptx, k.name, 4)
+    stripped, why = strip_hidden_params(k.ptx, k.name, 4)
     assert stripped is None and "hidden parameter" in why
     assert kop.image(torch.float32, 1, ARCH).needs_scratch and kop.image(torch.float32, 1, ARCH).aot_ptx is None
     assert kop.aot.mode == "JIT" and "scratch buffer" in kop.aot.why and "JIT" in kop.aot.why
@@ -167,8 +169,14 @@ def test_scratch_kernel_is_jit_only_with_the_reason():
 
 
 @triton.jit
-def _wrong_order(n, x_ptr, y_ptr, BLOCK: tl.constexpr):
+def _wrong_order(n, a_ptr, b_ptr, BLOCK: tl.constexpr):
     pass
+
+
+@triton.jit
+def _outputs_first(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 
 
 @triton.jit
@@ -181,13 +189,33 @@ def _decl(fn, **kw):
                 extras=[ttk.Numel("x")], grid=(ttk.cdiv(ttk.Numel("x"), 256),), constexprs={"BLOCK": 256},
                 arch_override=ARCH)
     args.update(kw)
-    return ttk.triton_kernel_op(unique("tri_err"), fn, **args)
+    name = unique("tri_err")
+    ttk.triton_kernel_op(name, fn, **args)
+    return name
 
 
 def test_parameter_order_is_checked_against_the_signature():
     with pytest.raises(ttk.SpecError, match=r"parameter 0 is 'n' where the calling convention puts tensor input 'x'.*"
                                             r"\(x, <extras\[0\]"):
         _decl(_wrong_order)
+
+
+def test_a_kernel_in_its_own_order_is_matched_by_name():
+    name = _decl(_outputs_first, extras=[ttk.SizeArg("n", ttk.Numel("x"))])
+    kop = kop_of(name)
+    assert [(p.role, p.index) for p in kop.sig.params(torch.float32)] == [("output", 0), ("input", 0), ("extra", 0)]
+    assert [t for t, _ in abi.ptx_params(kop.image(torch.float32, 1, ARCH).ptx, "_outputs_first")][:3] == [
+        "u64", "u64", "u32"]
+    # TensorRT's AOT PTX takes (x, n, y)
+    symbol, ptx = kop.aot_kernel(torch.float32, 1, ARCH)
+    entry = re.search(r"\.entry\s+" + symbol + r"\s*\(([^)]*)\)", ptx.decode()).group(1)
+    assert re.findall(r"(_outputs_first_param_\d)", entry) == [
+        "_outputs_first_param_1", "_outputs_first_param_2", "_outputs_first_param_0"]
+
+
+def test_params_gives_the_order_where_names_differ():
+    name = _decl(_wrong_order, params=["n", "x", "y"], extras=[ttk.SizeArg("n", ttk.Numel("x"))])
+    assert [p.role for p in kop_of(name).sig.params(torch.float32)] == ["extra", "input", "output"]
 
 
 def test_parameter_count_is_checked():
@@ -344,3 +372,36 @@ def test_fp_fusion_option_respects_the_user_and_the_environment(monkeypatch):
     assert ts.fp_fusion_option({"enable_fp_fusion": False})["enable_fp_fusion"] is False
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
     assert ts.fp_fusion_option({})["enable_fp_fusion"] is False
+
+
+@triton.jit
+def _tiled_matmul(a_ptr, b_ptr, M, N, K, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def test_a_tactic_over_48_kb_is_left_out_of_the_aot_plugin_not_the_whole_plugin():
+    M, N, K = ttk.DimSize("a", 0), ttk.DimSize("b", 1), ttk.DimSize("a", 1)
+    name = unique("tri_smem")
+    ttk.triton_kernel_op(
+        name, _tiled_matmul, inputs=[ttk.InputDecl("a"), ttk.InputDecl("b")],
+        outputs=[ttk.OutputDecl("c", shape=(M, N))],
+        extras=[ttk.SizeArg("M", M), ttk.SizeArg("N", N), ttk.SizeArg("K", K)],
+        grid=lambda meta: (ttk.cdiv(M, meta["BM"]), ttk.cdiv(N, meta["BN"])),
+        constexprs={"BM": 32, "BN": 32, "BK": 32}, num_stages=2,
+        tactics=[ttk.TritonConfig({"BM": 128, "BN": 128, "BK": 64}, num_warps=8, num_stages=4)], arch_override=ARCH)
+    kop = kop_of(name)
+    assert kop.image(torch.float32, 2, ARCH).shared_mem > 48 * 1024 >= kop.image(torch.float32, 1, ARCH).shared_mem
+    decision = kop.aot
+    assert decision.aot and decision.tactics == (1,)
+    assert "left out of the plugin's tactics: tactic 2 needs" in decision.why

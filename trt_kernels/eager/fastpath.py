@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
-from trt_kernels.dtypes import SCALAR_TYPES
+from trt_kernels.dtypes import INT_RANGES, SCALAR_TYPES, SIZE_TYPES
 from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
@@ -225,8 +225,11 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     P = prefix
 
     def too_big(i: int, v: int):
-        raise InputError(f"{op}: extras[{i}] ({kop.sig.extra_labels[i]}) = {v} does not fit the kernel's 32-bit int. "
-                         "Fix: split the input into chunks of at most 2**31-1 elements")
+        ctype = kop.sig.extra_ctype(i)
+        lo, hi = INT_RANGES[SIZE_TYPES[ctype].code]
+        raise InputError(f"{op}: extras[{i}] ({kop.sig.extra_labels[i]}) = {v} does not fit the kernel's C {ctype} "
+                         f"([{lo}, {hi}]). Fix: split the input into chunks of at most {hi} elements, or declare "
+                         "the parameter 64-bit (ttk.SizeArg(name, value, ctype='long long')) if the kernel takes one")
 
     def bad_grid(gx, gy, gz):
         raise InputError(f"{op}: grid ({gx}, {gy}, {gz}) exceeds CUDA's limits {GRID_LIMITS}. "
@@ -352,7 +355,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     else:
         body += [f"    {ln}" for ln in sizes]
     for i in range(len(extra_src)):
-        body.append(f"    if x{i} > {INT32_MAX} or x{i} < {-INT32_MAX - 1}: {P}too_big({i}, x{i})")
+        lo, hi = INT_RANGES[SIZE_TYPES[kop.sig.extra_ctype(i)].code]
+        body.append(f"    if x{i} > {hi} or x{i} < {lo}: {P}too_big({i}, x{i})")
     big = [" * ".join(d) + f" > {INT64_MAX}" for d, o in zip(dims_of, plan.outputs)
            if o.like is None and sum(not x.isdigit() for x in d) and len(d) > 1]
     if negative or big:

@@ -46,12 +46,12 @@ def ptx_params(ptx: bytes, symbol: str) -> Optional[List[Tuple[str, int]]]:
     return out
 
 
-def _kind_ok(kind: str, ptx_type: str) -> bool:
+def _kind_ok(kind: str, ptx_type: str, size: int = 4) -> bool:
     base = ptx_type.split("[")[0]
     if kind == "float":
         return base in ("f32", "b32")
     if kind == "int":
-        return base in ("u32", "s32", "b32")
+        return base in (("u32", "s32", "b32") if size == 4 else ("u64", "s64", "b64"))
     if kind == "bool":
         return base in ("u8", "s8", "b8")
     return base in ("u64", "s64", "b64")
@@ -60,7 +60,7 @@ def _kind_ok(kind: str, ptx_type: str) -> bool:
 def param_ok(found: Sequence[Tuple[str, int]], params: Sequence[Param]) -> List[bool]:
     """Per position (the longer of the two lists), whether the PTX parameter is the declared one."""
     return [i < len(found) and i < len(params) and found[i][1] == params[i].size
-            and _kind_ok(params[i].kind, found[i][0])
+            and _kind_ok(params[i].kind, found[i][0], params[i].size)
             for i in range(max(len(found), len(params)))]
 
 
@@ -86,10 +86,63 @@ def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: S
         got = ", ".join(t for t, _ in found)
         then = f", then {hidden}" if hidden else ""
         raise KernelABIError(
-            f"{op_name}: kernel {kernel_name!r} takes {len(found)} parameters ({got}) but the spec "
-            f"implies {len(params)}{then}:\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
-            "The calling convention is (tensor input pointers, scalar inputs, extras, output pointers), "
-            "each in declaration order; extras are C ints. "
-            "Fix: reorder the kernel's parameters or the spec's inputs/extras/outputs to agree"
+            f"{op_name}: kernel {kernel_name!r} takes {len(found)} parameters ({got}) but the declaration gives "
+            f"{len(params)}{then}:\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
+            + "".join(f"  {line}\n" for line in differences(found, params, hidden))
+            + f"Fix: {_fix(found, params, hidden)}"
         )
     return len(extra)
+
+
+def differences(found: Sequence[Tuple[str, int]], params: Sequence[Param], hidden: str = "") -> List[str]:
+    """One line per parameter position where the kernel and the declaration differ."""
+    out = []
+    for i, good in enumerate(param_ok(found[:len(params)], params)):
+        if good:
+            continue
+        if i >= len(found):
+            out.append(f"parameter {i}: the kernel has none; the declaration gives {params[i].label}")
+        else:
+            out.append(f"parameter {i}: the kernel has {found[i][0]}; the declaration gives {params[i].label} "
+                       f"({_ptx_kind(params[i])})")
+    if not hidden:
+        out += [f"parameter {i}: the kernel has {t}; the declaration gives none"
+                for i, (t, _) in enumerate(found[len(params):], len(params))]
+    return out
+
+
+def _ptx_kind(p: Param) -> str:
+    return {"float": "f32", "bool": "u8", "ptr": "a 64-bit pointer"}.get(p.kind, f"{'u' if p.code.isupper() else 's'}"
+                                                                        f"{p.size * 8}")
+
+
+def _fix(found: Sequence[Tuple[str, int]], params: Sequence[Param], hidden: str) -> str:
+    """The fix for the first difference, by its case."""
+    ok = param_ok(found[:len(params)], params)
+    first = next((i for i, g in enumerate(ok) if not g), None)
+    if len(found) < len(params):
+        return (f"the declaration gives {len(params) - len(found)} parameter(s) more than the kernel takes: remove "
+                "them from inputs/extras/outputs, or check kernel_name")
+    if len(found) > len(params) and not hidden:
+        return (f"the kernel takes {len(found) - len(params)} parameter(s) more than the declaration gives: declare "
+                "each, a size or constant in extras (ttk.SizeArg(name, value, ctype=...)), a by-value argument in "
+                "inputs (ttk.ScalarInput)")
+    if first is None:
+        return "the parameters the compiler appends must be 64-bit pointers: check kernel_name and compile_options"
+    kind, size = found[first][0].split("[")[0], found[first][1]
+    p = params[first]
+    reorder = ("the order differs: name the declaration's inputs, outputs and extras (ttk.SizeArg) as the kernel's "
+               "parameters, or pass params=[...] listing the declared names in the kernel's order")
+    if any(params[i].kind == "ptr" for i, g in enumerate(ok) if not g):
+        return reorder  # a pointer where the kernel has a value (or the reverse): the order
+    if p.role == "extra" and p.kind == "int" and size != p.size and kind[0] in "usb" and kind[1:] in ("32", "64"):
+        want = "'long long' or 'size_t'" if size == 8 else "'int' or 'unsigned'"
+        return f"give this entry of extras the kernel's C type: ttk.SizeArg(name, value, ctype={want})"
+    if p.role == "scalar":
+        want = {"f32": "float", "u8": "bool", "s8": "bool", "u32": "int", "s32": "int"}.get(kind)
+        if want is not None:
+            return f"declare this ttk.ScalarInput of inputs with type {want} (the kernel's {kind})"
+        return reorder
+    if p.role == "extra" and kind == "f32":
+        return "a float where the declaration has one of extras: declare it in inputs as ttk.ScalarInput(name, float)"
+    return reorder

@@ -14,8 +14,8 @@ Dynamic shared memory is ``metadata.shared`` bytes and the block is ``num_warps 
 
 TensorRT's AOT launch passes ``(input pointers, extra args, output pointers)`` and nothing else,
 so it cannot pass the hidden pointers. When both scratch sizes are 0, the kernel never reads
-them: :func:`strip_hidden_params` removes them from the PTX ``.entry`` (after checking that the
-body names neither), which makes the PTX take exactly TensorRT's layout. Otherwise no AOT
+them: :func:`trt_kernels.sources.ptx_entry.strip_hidden_params` removes them from the PTX ``.entry`` (after
+checking that the body names neither), which makes the PTX take exactly TensorRT's layout. Otherwise no AOT
 launch of the kernel is defined and the op's plugin uses its JIT impl.
 """
 
@@ -132,47 +132,6 @@ def ptx_driver_note(isa: Optional[Tuple[int, int]], driver: Optional[Tuple[int, 
             f"(CUDA {driver[0]}.{driver[1]}): the driver cannot JIT-load it, so a TensorRT engine embedding it would "
             "fail to build or load; eager launches use the CUBIN. Fix: pass compile_options={'ptx_version': "
             f"{ptx_version_for_cuda(driver)}}} (an older PTX ISA) or update the driver")
-
-
-# ---------------- PTX: the .entry and the hidden parameters ----------------
-
-_PARAM_LINE = re.compile(r"\.param\b[^,)]*?([\w$]+)(?:\[\d+\])?\s*$")
-
-
-def _entry_span(text: str, symbol: str) -> Optional[Tuple[int, int]]:
-    m = re.search(r"\.entry\s+" + re.escape(symbol) + r"\s*\(", text)
-    if not m:
-        return None
-    close = text.find(")", m.end())
-    return (m.end(), close) if close >= 0 else None
-
-
-def strip_hidden_params(ptx: bytes, symbol: str, n_user: int) -> Tuple[Optional[bytes], str]:
-    """PTX whose ``.entry symbol`` takes only its first ``n_user`` parameters, or ``(None, why)``.
-
-    The hidden parameters are dropped only when the kernel body never names them (then no
-    instruction reads them, and removing them changes nothing but the launch layout)."""
-    text = ptx.decode("latin-1")
-    span = _entry_span(text, symbol)
-    if span is None:
-        return None, f"no .entry {symbol!r} in the PTX"
-    params = [p.strip() for p in text[span[0]:span[1]].split(",") if p.strip()]
-    if len(params) < n_user:
-        return None, f".entry {symbol!r} has {len(params)} parameters, fewer than the {n_user} declared"
-    hidden = []
-    for p in params[n_user:]:
-        m = _PARAM_LINE.search(p)
-        if not m:
-            return None, f"cannot read the PTX parameter {p!r}"
-        hidden.append(m.group(1))
-    body = text[span[1]:]
-    for name in hidden:
-        if re.search(r"\b" + re.escape(name) + r"\b", body):
-            return None, f"the kernel reads its hidden parameter {name!r} (a Triton scratch buffer)"
-    if not hidden:
-        return ptx, ""
-    new_params = "\n\t" + ",\n\t".join(params[:n_user]) + "\n"
-    return (text[:span[0]] + new_params + text[span[1]:]).encode("latin-1"), ""
 
 
 # ---------------- cache ----------------

@@ -33,6 +33,7 @@ from trt_kernels.signature import Signature, scalar_type
 from trt_kernels.sources import abi as _abi
 from trt_kernels.sources import triton_compile as _tc
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
+from trt_kernels.sources.ptx_entry import strip_hidden_params
 from trt_kernels.spec import Custom, InputDecl, OutputDecl, ScalarInput
 from trt_kernels.validate import validate_signature
 
@@ -123,7 +124,7 @@ class TritonSource(KernelSource):
             why = (f"tactic {tactic} needs {k.shared} bytes of dynamic shared memory (> 48 KB); raising a kernel's "
                    "limit is not part of TensorRT's AOT launch as far as verified here")
         else:
-            aot, why = _tc.strip_hidden_params(k.ptx, k.name, n_user)
+            aot, why = strip_hidden_params(k.ptx, k.name, n_user)
             if aot is not None:
                 _abi.check_abi(self.op_name, k.name, k.name, aot, self.sig.params(dtype))
                 why = None
@@ -180,6 +181,7 @@ def declare(
     checks: Sequence[Any] = (),
     arch_override: Optional[str] = None,
     compile_options: Optional[Mapping[str, Any]] = None,
+    params: Optional[Sequence[str]] = None,
 ) -> Tuple[Signature, TritonSource]:
     """Check a Triton declaration; its signature and source (registration is :func:`trt_kernels.triton_kernel_op`)."""
     _tc.require_triton("triton_kernel_op")
@@ -209,8 +211,10 @@ def declare(
     if not outputs:
         raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)]")
     sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=geos, dtypes=dtypes,
-                             type_params=type_params, checks=checks)
-    cnames = _check_parameters(op_name, fn, sig)
+                             type_params=type_params, checks=checks, params=params,
+                             kernel_params=[p.name for p in fn.params if not p.is_constexpr],
+                             kernel_label=f"kernel {fn.__name__!r}")
+    cnames = _check_parameters(op_name, fn, sig, named=params is None)
     defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.default is not inspect.Parameter.empty}
     for i, c in enumerate(configs):
         where = "constexprs" if i == 0 else f"tactics[{i - 1}].constexprs"
@@ -244,9 +248,10 @@ def _jit_function(op: str, kernel):
     return kernel
 
 
-def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
+def _check_parameters(op: str, fn, sig: Signature, named: bool = True) -> List[str]:
     """The non-constexpr parameters must be the declaration's kernel parameters (``Signature.params``), named
-    as declared; returns the constexpr parameters' names."""
+    as declared (``named``; else only as many: the user listed the order in ``params``); returns the constexpr
+    parameters' names."""
     expected = [_expected_name(sig, p) for p in sig.params(sig.kernel_dtypes[0])]
     runtime = [p for p in fn.params if not p.is_constexpr]
     constexprs = [p.name for p in fn.params if p.is_constexpr]
@@ -254,13 +259,14 @@ def _check_parameters(op: str, fn, sig: Signature) -> List[str]:
     fix = (f"write the kernel's parameters as ({order}{', ' if constexprs else ''}"
            f"{', '.join(f'{c}: tl.constexpr' for c in constexprs)}): "
            "tensor inputs, scalar inputs, extras, outputs, each in declaration order (a tensor 'x' may be named "
-           "'x' or 'x_ptr'; constexprs may go anywhere)")
+           "'x' or 'x_ptr'; constexprs may go anywhere); or name every declared input, output and extra "
+           "(ttk.SizeArg) as the kernel's parameters, in any order, or pass params=[...] in the kernel's order")
     if len(runtime) != len(expected):
         raise SpecError(f"{op}: kernel {fn.__name__!r} has {len(runtime)} non-constexpr parameters "
                         f"({', '.join(p.name for p in runtime)}) but the declaration implies {len(expected)}. "
                         f"Fix: {fix}")
     for i, (p, (what, name)) in enumerate(zip(runtime, expected)):
-        if name is None:
+        if name is None or not named:
             continue
         ok = p.name == name or (what != "scalar input" and p.name == f"{name}_ptr")
         if not ok:

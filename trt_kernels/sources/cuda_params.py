@@ -1,0 +1,90 @@
+"""The parameter names of a ``__global__`` function, read from its CUDA C++ source.
+
+Declarations are matched to a kernel's parameters by name (:func:`trt_kernels.validate.validate_signature`),
+so the kernel is declared in its own parameter order. This reads only the kernel's declaration: comments
+are dropped, the declaration named ``kernel_name`` (its template arguments ignored) that ``__global__``
+marks is found, and each parameter's name is the last identifier before a default value or an array bound.
+Where that cannot be told (no such declaration, an unnamed parameter, two declarations that disagree,
+a macro that makes the parameter list), the names are unknown and the calling convention applies.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+_COMMENTS = r"//[^\n]*|/\*.*?\*/"
+_OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
+# words a parameter's last identifier cannot be: then it has no name
+_NOT_NAMES = frozenset("""const volatile restrict __restrict__ __restrict int unsigned signed long short char
+float double bool void size_t half __half __nv_bfloat16 struct class typename auto""".split())
+
+
+def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
+    """The names of the parameters of the ``__global__`` function ``kernel_name`` (``k`` or ``k<T>``) in
+    ``source``, in order; None where they cannot be read."""
+    base = kernel_name.split("<", 1)[0].strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", base):
+        return None
+    text = re.sub(_COMMENTS, " ", source, flags=re.S)
+    found = []
+    for m in re.finditer(r"\b" + re.escape(base) + r"\s*\(", text):
+        head = text[max(0, m.start() - 400):m.start()]
+        head = re.split(r"[;}]", head)[-1]  # the declaration this name belongs to
+        if not re.search(r"\b__global__\b", head):
+            continue
+        inner = _balanced(text, m.end() - 1)
+        if inner is None:
+            return None
+        names = _names(inner)
+        if names is None:
+            return None
+        found.append(names)
+    if not found or any(f != found[0] for f in found):
+        return None
+    return found[0]
+
+
+def _balanced(text: str, start: int) -> Optional[str]:
+    """What lies between the parenthesis at ``start`` and its match."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:i]
+    return None
+
+
+def _names(params: str) -> Optional[List[str]]:
+    if not params.strip() or params.strip() == "void":
+        return []
+    out = []
+    for p in _split(params):
+        p = p.split("=", 1)[0]  # a default value
+        p = re.sub(r"\[[^\]]*\]", " ", p).strip()  # array bounds
+        m = re.search(r"([A-Za-z_]\w*)\s*$", p)
+        if m is None or m.group(1) in _NOT_NAMES or m.start() == 0:
+            return None  # unnamed (``float*``), or a macro
+        out.append(m.group(1))
+    return out
+
+
+def _split(params: str) -> List[str]:
+    """``params`` split at its top-level commas (not those inside <>, (), [] or {})."""
+    parts, depth, cur = [], 0, []
+    for c in params:
+        if c in _OPEN:
+            depth += 1
+        elif c in _OPEN.values():
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return parts
