@@ -113,3 +113,60 @@ def declare_tma_copy(name, arch=None):
 def rmsnorm_ref(x, w, eps):
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+
+@triton.jit
+def row_softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                       BLOCK_SIZE: tl.constexpr):
+    """One program per row, the whole row in one block (BLOCK_SIZE >= n_cols), as Triton's tutorial writes
+    it: the launcher computes BLOCK_SIZE and num_warps from n_cols."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(input_ptr + row * input_row_stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(output_ptr + row * output_row_stride + cols, (e / tl.sum(e, axis=0)).to(output_ptr.dtype.element_ty),
+             mask=cols < n_cols)
+
+
+def softmax_num_warps(meta):
+    """num_warps as the tutorial's launcher picks it from BLOCK_SIZE."""
+    return 16 if meta["BLOCK_SIZE"] >= 4096 else 8 if meta["BLOCK_SIZE"] >= 2048 else 4
+
+
+def declare_row_softmax(name, **kw):
+    rows = ttk.Numel("x") // ttk.DimSize("x", -1)
+    args = dict(inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("output", shape=ttk.SameAs("x"))],
+                params=["output", "x", "input_row_stride", "output_row_stride", "n_cols"],
+                extras=[ttk.SizeArg("input_row_stride", ttk.DimSize("x", -1)),
+                        ttk.SizeArg("output_row_stride", ttk.DimSize("x", -1)),
+                        ttk.SizeArg("n_cols", ttk.DimSize("x", -1))],
+                grid=(rows,), constexprs={"BLOCK_SIZE": ttk.next_power_of_2(ttk.DimSize("x", -1))},
+                num_warps=softmax_num_warps, dtypes=HALF)
+    args.update(kw)
+    return ttk.triton_kernel_op(name, row_softmax_kernel, **args)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=4),
+                          triton.Config({"BLOCK": 512}, num_warps=8), triton.Config({"BLOCK": 1024}, num_warps=8)],
+                 key=["n"])
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def tuned_axpb_kernel(out_ptr, x_ptr, a, b, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """out = a * x + b, autotuned over BLOCK; unmasked when the block divides n (a heuristic)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs)
+        tl.store(out_ptr + offs, (a * x.to(tl.float32) + b).to(out_ptr.dtype.element_ty))
+    else:
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m)
+        tl.store(out_ptr + offs, (a * x.to(tl.float32) + b).to(out_ptr.dtype.element_ty), mask=m)
+
+
+def declare_tuned_axpb(name, kernel=tuned_axpb_kernel, **kw):
+    args = dict(inputs=[ttk.InputDecl("x"), ttk.ScalarInput("a", float), ttk.ScalarInput("b", float)],
+                outputs=[ttk.OutputDecl("out", shape=ttk.SameAs("x"))], extras=[ttk.SizeArg("n", ttk.Numel("x"))],
+                grid=lambda meta: (ttk.cdiv(ttk.Numel("x"), meta["BLOCK"]),))
+    args.update(kw)
+    return ttk.triton_kernel_op(name, kernel, **args)

@@ -123,6 +123,7 @@ class KernelOp:
         self._packs: Dict[Tuple, ParamPack] = {}
         self._recipes: Dict[Tuple, LaunchRecipe] = {}
         self._meta: Dict[Tuple[int, ...], list] = {}
+        self._variants: Dict[Tuple, "KernelOp"] = {}
         self._lock = threading.Lock()
 
     __repr__ = record_repr
@@ -322,6 +323,38 @@ class KernelOp:
                 return g.shared_mem
         return None
 
+    # ----- configs computed per call (a Triton LaunchRule) -----
+    @property
+    def varies(self) -> bool:
+        """Whether a call computes its launch config (constexprs from sizes, heuristics, an autotuner)."""
+        return getattr(self.source, "varies", False)
+
+    def variant(self, cfg) -> "KernelOp":
+        """The op as it launches the concrete config ``cfg`` (its own signature, source and memos; registered
+        nowhere): what a call that computed ``cfg`` runs."""
+        from trt_kernels.sources.triton_source import config_key
+
+        key = config_key(cfg)
+        v = self._variants.get(key)
+        if v is None:
+            sig, source = self.source.variant(cfg)
+            v = self._variants.setdefault(key, KernelOp(sig=sig, source=source, schema=self.schema,
+                                                        defaults=self.defaults, options=dict(self.options)))
+        return v
+
+    def call_variants(self, args: Tuple) -> list:
+        """The variants a call with ``args`` (the op's arguments, defaults filled in) may launch: one per
+        tactic, each with its launch-time values computed."""
+        kinds = self.sig.arg_kinds
+        tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
+        scalars = [a for a, k in zip(args, kinds) if k == "scalar"]
+        return [self.variant(c) for c in self.source.call_configs(tensors, scalars)]
+
+    def tune_key(self, args: Tuple) -> Tuple:
+        kinds = self.sig.arg_kinds
+        return self.source.tune_key([a for a, k in zip(args, kinds) if k == "tensor"],
+                                    [a for a, k in zip(args, kinds) if k == "scalar"])
+
     # ----- TensorRT -----
     @property
     def aot(self) -> AotDecision:
@@ -333,6 +366,10 @@ class KernelOp:
             return AotDecision(JIT, "override path without aot_fn: TensorRT calls the op's Python (trtp.impl) at "
                                         "run time, so the engine needs trt_kernels imported to run. Fix for AOT: "
                                         "declare outputs and geometry, or pass aot_fn=")
+        if self.varies and self.source.rule.per_call:
+            return AotDecision(JIT, f"a call computes its launch config ({self.source.rule.describe()}), and "
+                               "TensorRT's AOT launch embeds one PTX per tactic: the JIT impl launches the variant "
+                               "each call's sizes select")
         reasons = {t: self._aot_unavailable(t) for t in range(1, self.sig.tactics + 1)}
         fit = tuple(t for t, r in reasons.items() if r is None)
         if not fit:

@@ -114,7 +114,8 @@ def test_a_size_arg_of_the_wrong_width_gets_the_fix_for_it():
         _declare(saxpy_spec(extras=[ttk.SizeArg("n", ttk.Numel("x"))]))
     msg = str(info.value)
     assert "parameter 0: the kernel has u64; the declaration gives int n" in msg
-    assert "Fix: give this entry of extras the kernel's C type: ttk.SizeArg(name, value, ctype='long long' or 'size_t')" in msg
+    assert ("Fix: give this entry of extras the kernel's C type: ttk.SizeArg(name, value, ctype='long long' or "
+            "'size_t')") in msg
 
 
 @pytest.mark.parametrize("arg, match", [

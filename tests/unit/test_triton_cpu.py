@@ -242,9 +242,9 @@ def test_grid_reading_an_unknown_constexpr():
 def test_not_a_jit_function_and_bad_warps():
     with pytest.raises(ttk.SpecError, match="expected a @triton.jit function"):
         _decl(lambda x: x)
-    auto = triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])(tk.scale_shift_kernel)
-    with pytest.raises(ttk.SpecError, match=r"autotune.*tactics="):
-        _decl(auto)
+    auto = triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])(_outputs_first)
+    with pytest.raises(ttk.SpecError, match=r"tactics: given with @triton.autotune, whose configs are the tactics"):
+        _decl(auto, tactics=[ttk.TritonConfig({"BLOCK": 64})])
     with pytest.raises(ttk.SpecError, match="num_warps=3"):
         _decl(tk.scale_shift_kernel, num_warps=3)
 
@@ -405,3 +405,52 @@ def test_a_tactic_over_48_kb_is_left_out_of_the_aot_plugin_not_the_whole_plugin(
     decision = kop.aot
     assert decision.aot and decision.tactics == (1,)
     assert "left out of the plugin's tactics: tactic 2 needs" in decision.why
+
+
+def test_constexprs_and_num_warps_from_sizes_make_a_variant_per_value():
+    name = unique("tri_var")
+    tk.declare_row_softmax(name, arch_override=ARCH)
+    kop = kop_of(name)
+    assert kop.varies and not kop.aot.aot and "BLOCK_SIZE = next_power_of_2(DimSize('x', -1))" in kop.aot.why
+    for cols, block, warps in [(1, 1, 4), (1500, 2048, 8), (5000, 8192, 16)]:
+        (v,) = kop.call_variants((torch.empty(3, cols, dtype=torch.float16),))
+        assert v.source.configs[0].constexprs == {"BLOCK_SIZE": block}
+        assert v.sig.launches[0].block == (warps * 32,) and not v.varies
+        assert v is kop.call_variants((torch.empty(7, cols, dtype=torch.float16),))[0]  # one per value
+    assert v.image(torch.float16, 1, ARCH).aot_ptx  # the variant compiles
+
+
+def test_next_power_of_2_is_refused_outside_constexprs():
+    with pytest.raises(ttk.SpecError, match=r"uses next_power_of_2, which only a launch-time constexpr may use"):
+        tk.declare_row_softmax(unique("tri_var"), grid=(ttk.next_power_of_2(ttk.DimSize("x", 0)),),
+                               arch_override=ARCH)
+
+
+def test_autotune_and_heuristics_are_accepted_as_written():
+    name = unique("tri_tuned")
+    tk.declare_tuned_axpb(name, arch_override=ARCH)
+    kop = kop_of(name)
+    assert kop.sig.tactics == 4 and [c.constexprs["BLOCK"] for c in kop.source.configs] == [128, 256, 512, 1024]
+    x = torch.empty(1024)
+    variants = kop.call_variants((x, 2.0, 1.0))
+    assert [v.source.configs[0].constexprs["EVEN"] for v in variants] == [True, True, True, True]
+    odd = kop.call_variants((torch.empty(1000), 2.0, 1.0))
+    assert [v.source.configs[0].constexprs["EVEN"] for v in odd] == [False, False, False, False]
+    assert kop.tune_key((x, 2.0, 1.0)) == (1024, "torch.float32")
+    assert not kop.aot.aot and "heuristics" in kop.aot.why  # a heuristic is computed per call
+
+
+def test_autotune_without_per_call_values_keeps_the_aot_plugin():
+    name = unique("tri_tuned")
+    tuned = triton.autotune(configs=tk.tuned_axpb_kernel.configs, key=["n"])(tk.tuned_axpb_kernel.fn.fn)
+    tk.declare_tuned_axpb(name, kernel=tuned, constexprs={"EVEN": False}, arch_override=ARCH)
+    kop = kop_of(name)
+    assert kop.varies and kop.aot.aot and kop.aot.tactics == () and kop.sig.tactics == 4
+
+
+def test_autotune_options_it_cannot_run_are_refused():
+    tuned = triton.autotune(configs=tk.tuned_axpb_kernel.configs, key=["n"], reset_to_zero=["out_ptr"])(
+        tk.tuned_axpb_kernel.fn.fn)
+    with pytest.raises(ttk.SpecError, match=r"@triton.autotune with reset_to_zero"):
+        ttk.triton_kernel_op(unique("tri_tuned"), tuned, inputs=[ttk.InputDecl("x")],
+                             outputs=[ttk.OutputDecl("out", shape=ttk.SameAs("x"))], grid=(1,), arch_override=ARCH)

@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trt_kernels.errors import CompileError, KernelABIError
 from trt_kernels.registry import CHECK_ARCH
-from trt_kernels.signature import scalar_len
 
 SCHEMA = "trt-kernels.inspect/1"
 FALLBACK_ARCH = CHECK_ARCH
@@ -222,11 +221,17 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
             dt = (_dt.short(src.dtype) if src.dtype is not None and not isinstance(src.dtype, str)
                   else f"dtype of {src.name}")
         outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
-    args = [f"{n}.data_ptr()" for n in names]
-    args += [d.name if n is None else f"{d.name}[{k}]" for d in sig.scalar_decls
-             for n in [scalar_len(d)] for k in range(n or 1)]
-    args += [f(e) for e in p.extras]
-    args += [f"{o.name}.data_ptr()" for o in sig.outputs]
+    def arg(q) -> str:  # one kernel parameter's value, in the kernel's order (Signature.params)
+        if q.role == "input":
+            return f"{names[q.index]}.data_ptr()"
+        if q.role == "scalar":
+            d = sig.scalar_decls[q.index]
+            return d.name if q.element is None else f"{d.name}[{q.element}]"
+        if q.role == "extra":
+            return f(p.extras[q.index])
+        return f"{sig.outputs[q.index].name}.data_ptr()"
+
+    args = [arg(q) for q in sig.params(sig.kernel_dtypes[0])]
     return {
         "derived": True, "ranks": dict(zip(names, ranks)), "ranks_assumed": assumed,
         "grid": [f(e) for e in p.grid], "block": list(p.block), "shared_mem": f(p.shared_mem),

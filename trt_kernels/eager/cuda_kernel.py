@@ -22,6 +22,8 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     Launchers are specialized functions from :mod:`trt_kernels.eager.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
+    if kop.varies:
+        return _varying_impl(kop, shell)
     tpos = kop.sig.tensor_pos
     entries: Dict[Tuple, Any] = {}
     lock = threading.Lock()
@@ -63,6 +65,59 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     return impl
 
 
+def _varying_impl(kop: KernelOp, shell=None):
+    """The eager CUDA kernel of an op whose calls compute their launch config: each call's config selects a
+    variant (compiled once, cached like any kernel), launched by that variant's own eager kernel; where
+    ``@triton.autotune`` gives several, the first call per autotune key times them and keeps the fastest."""
+    from trt_kernels.eager.dispatcher import retarget
+
+    impls: Dict[int, Any] = {}  # id of a variant KernelOp -> its eager kernel
+    chosen: Dict[Tuple, int] = {}  # autotune key -> tactic (0-based)
+    lock = threading.Lock()
+
+    def launcher(v: KernelOp):
+        f = impls.get(id(v))
+        if f is None:
+            with lock:
+                f = impls.setdefault(id(v), make_cuda_impl(v))
+        return f
+
+    def impl(*args):
+        full = kop.with_defaults(tuple(args))
+        variants = kop.call_variants(full)
+        if len(variants) == 1:
+            return launcher(variants[0])(*full)
+        key = kop.tune_key(full)
+        best = chosen.get(key)
+        if best is None:
+            best = chosen.setdefault(key, _tune([launcher(v) for v in variants], full))
+        return launcher(variants[best])(*full)
+
+    impl.__name__ = f"{kop.name}_cuda"
+    if shell is not None:
+        retarget(shell, {"eager": impl}, f"<trt_kernels per-call config {kop.op_name}>")
+        return shell
+    return impl
+
+
+def _tune(launchers: Sequence[Any], args: Tuple, reps: int = 10) -> int:
+    """The index of the fastest launcher at ``args`` (CUDA events on the current stream, after a warm-up
+    launch each: Triton's autotuner's measure, the median of ``reps`` launches)."""
+    times = []
+    for f in launchers:
+        f(*args)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        samples = []
+        for _ in range(reps):
+            start.record()
+            f(*args)
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end))
+        times.append(sorted(samples)[len(samples) // 2])
+    return min(range(len(times)), key=times.__getitem__)
+
+
 def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
     """Launch the kernel of ``tactic`` on ``stream`` writing into the given ``outs`` (TensorRT's JIT
     plugin impl and the replay checks).
@@ -75,6 +130,9 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
 
     kinds = kop.sig.arg_kinds
     args = kop.with_defaults(tuple(args))
+    if kop.varies:  # the variant this call computes (TensorRT's tactic picks among the autotuner's configs)
+        variants = kop.call_variants(args)
+        kop, tactic = variants[min(max(int(tactic or 1), 1), len(variants)) - 1], 1
     tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
     dev = tensors[0].get_device()
     if kop.eager_fn is not None:

@@ -111,6 +111,8 @@ def eligible(kop) -> Optional[str]:
             return f"scalar input {d.name!r} is a tuple or not float / int / bool"
     if not kop.sig.has_outputs or not kop.sig.has_geometry:
         return "it declares no outputs or no geometry"
+    if kop.varies:
+        return "a call computes its launch config (constexprs from sizes, heuristics or an autotuner)"
     return None
 
 

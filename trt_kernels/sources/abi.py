@@ -87,7 +87,8 @@ def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: S
         then = f", then {hidden}" if hidden else ""
         raise KernelABIError(
             f"{op_name}: kernel {kernel_name!r} takes {len(found)} parameters ({got}) but the declaration gives "
-            f"{len(params)}{then}:\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
+            + (f"{len(params)}{then}" if len(found) != len(params) or then else "others")
+            + f":\n  __global__ void {kernel_name}(\n    {expected_sig})\n"
             + "".join(f"  {line}\n" for line in differences(found, params, hidden))
             + f"Fix: {_fix(found, params, hidden)}"
         )

@@ -35,7 +35,7 @@ from trt_kernels.sources import triton_compile as _tc
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
 from trt_kernels.sources.ptx_entry import strip_hidden_params
 from trt_kernels.spec import Custom, InputDecl, OutputDecl, ScalarInput
-from trt_kernels.validate import validate_signature
+from trt_kernels.validate import constexpr_expr, validate_signature
 
 GridLike = Union[Sequence[Union[Expr, int]], Callable[[Dict[str, Any]], Sequence[Union[Expr, int]]]]
 
@@ -60,7 +60,10 @@ class TritonSource(KernelSource):
     aot_from_build = True
 
     def __init__(self, sig: Signature, fn, configs: Sequence[TritonConfig], constexpr_names: Sequence[str],
-                 constexpr_defaults: Mapping[str, Any], options: Mapping[str, Any], arch_override: Optional[str]):
+                 constexpr_defaults: Mapping[str, Any], options: Mapping[str, Any], arch_override: Optional[str],
+                 rule: Optional["LaunchRule"] = None):
+        self.rule = rule  # how a call picks its config (None: the first config, always)
+        self.varies = rule is not None
         self.sig = sig
         self.op_name = sig.op_name
         self.fn = fn
@@ -158,7 +161,99 @@ class TritonSource(KernelSource):
                          for i, c in enumerate(self.configs))
 
     def describe(self) -> str:
-        return f"Triton {self.kernel_name!r} (triton {_tc.triton_version()}); {self.config_text()}"
+        text = f"Triton {self.kernel_name!r} (triton {_tc.triton_version()}); {self.config_text()}"
+        return text + (f"; {self.rule.describe()}" if self.rule is not None else "")
+
+    # ----- configs chosen per call (LaunchRule) -----
+    def call_configs(self, tensors: Sequence[Any], scalars: Sequence[Any]) -> List[TritonConfig]:
+        """The configs a call with these tensor inputs and scalar values may launch, with every launch-time
+        value computed (one per tactic; eager times them where ``@triton.autotune`` declared several)."""
+        return [self.rule.config(cfg, self, tensors, scalars) for cfg in self.configs]
+
+    def tune_key(self, tensors: Sequence[Any], scalars: Sequence[Any]) -> Tuple:
+        """What ``@triton.autotune`` keys its choice on: the values of its ``key`` arguments, and the dtype of
+        every tensor argument (as Triton's Autotuner does)."""
+        args = self.rule.named_args(self, tensors, scalars)
+        return tuple(args[k] for k in self.rule.tune_key if k in args) + tuple(str(t.dtype) for t in tensors)
+
+    def variant(self, cfg: TritonConfig) -> Tuple[Signature, "TritonSource"]:
+        """The signature and source of one concrete config: what a call that computed ``cfg`` launches."""
+        sig = self.rule.signature(cfg)
+        return sig, TritonSource(sig, self.fn, [cfg], self.constexpr_names, self.constexpr_defaults, self.options,
+                                 self.arch_override)
+
+
+def config_key(cfg: TritonConfig) -> Tuple:
+    """A hashable identity of a concrete config."""
+    return tuple(sorted(cfg.constexprs.items())), cfg.num_warps, cfg.num_stages
+
+
+@dataclass(frozen=True)
+class LaunchRule:
+    """How a Triton op computes its launch config at each call, as the author's launcher or Triton's
+    decorators do: constexprs from sizes (``sized``: name -> resolved size expression), ``@triton.heuristics``
+    (``heuristics``: name -> function of the named arguments), ``num_warps`` / ``num_stages`` as functions of
+    the constexprs, and ``@triton.autotune``'s ``key`` (``tune_key``; its configs are the tactics)."""
+
+    sized: Mapping[str, Expr]
+    heuristics: Mapping[str, Callable[[Dict[str, Any]], Any]]
+    num_warps: Optional[Callable[[Dict[str, Any]], int]]
+    num_stages: Optional[Callable[[Dict[str, Any]], int]]
+    tune_key: Optional[Tuple[str, ...]]
+    signature: Callable[[TritonConfig], Signature]  # the signature of a concrete config (its grid and block)
+    sized_text: Mapping[str, str] = field(default_factory=dict)  # each sized constexpr as the user wrote it
+
+    @property
+    def per_call(self) -> bool:
+        """Whether a config's values depend on the call (else only the autotuner's choice does)."""
+        return bool(self.sized or self.heuristics or self.num_warps or self.num_stages)
+
+    def named_args(self, source: "TritonSource", tensors, scalars, consts: Optional[Mapping[str, Any]] = None
+                   ) -> Dict[str, Any]:
+        """The kernel's arguments by name, as Triton hands them to heuristics and its autotuner: tensors,
+        scalars, the sizes the extras compute, and ``consts``."""
+        from trt_kernels.expr import SizesEvaluator, evaluate
+
+        sig = source.sig
+        ev = SizesEvaluator([tuple(t.shape) for t in tensors], scalars)
+        names = [p.name for p in source.fn.params if not p.is_constexpr]
+        out: Dict[str, Any] = {}
+        for name, p in zip(names, sig.params(sig.kernel_dtypes[0])):
+            if p.role == "input":
+                out[name] = tensors[p.index]
+            elif p.role == "scalar":
+                v = scalars[p.index]
+                out[name] = v if p.element is None else v[p.element]
+            elif p.role == "extra":
+                out[name] = int(evaluate(sig.extras[p.index], ev))
+        out.update(consts or {})
+        return out
+
+    def config(self, cfg: TritonConfig, source: "TritonSource", tensors, scalars) -> TritonConfig:
+        from trt_kernels.expr import SizesEvaluator, evaluate
+
+        if not self.per_call:
+            return cfg
+        ev = SizesEvaluator([tuple(t.shape) for t in tensors], scalars)
+        consts = dict(cfg.constexprs)
+        consts.update({n: int(evaluate(e, ev)) for n, e in self.sized.items()})
+        if self.heuristics:
+            args = self.named_args(source, tensors, scalars, consts)
+            for name, f in self.heuristics.items():  # in order: a later one sees the earlier ones, as in Triton
+                consts[name] = args[name] = f(args)
+        meta = dict(consts, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        nw = int(self.num_warps(meta)) if self.num_warps else cfg.num_warps
+        ns = int(self.num_stages(meta)) if self.num_stages else cfg.num_stages
+        return TritonConfig(consts, nw, ns)
+
+    def describe(self) -> str:
+        parts = [f"{n} = {self.sized_text.get(n, e)}" for n, e in self.sized.items()]
+        parts += [f"{n} by @triton.heuristics" for n in self.heuristics]
+        parts += ["num_warps from the constexprs"] * bool(self.num_warps)
+        parts += ["num_stages from the constexprs"] * bool(self.num_stages)
+        if self.tune_key is not None:
+            parts.append(f"@triton.autotune over the tactics, key {list(self.tune_key)}")
+        return "per call: " + ", ".join(parts)
 
 
 # ---------------- declaration ----------------
@@ -173,8 +268,8 @@ def declare(
     grid: GridLike,
     extras: Sequence[Any] = (),
     constexprs: Optional[Mapping[str, Any]] = None,
-    num_warps: int = 4,
-    num_stages: int = 3,
+    num_warps: Union[int, Callable[[Dict[str, Any]], int]] = 4,
+    num_stages: Union[int, Callable[[Dict[str, Any]], int]] = 3,
     tactics: Sequence[TritonConfig] = (),
     dtypes: Optional[Sequence[Any]] = None,
     type_params: Optional[Sequence[str]] = None,
@@ -185,16 +280,31 @@ def declare(
 ) -> Tuple[Signature, TritonSource]:
     """Check a Triton declaration; its signature and source (registration is :func:`trt_kernels.triton_kernel_op`)."""
     _tc.require_triton("triton_kernel_op")
-    fn = _jit_function(op_name, kernel)
-    _check_warps(op_name, "num_warps", num_warps)
-    base = TritonConfig(dict(constexprs or {}), num_warps, num_stages)
+    fn, tuned, tune_key, heuristics = _unwrap(op_name, kernel)
+    constexprs = dict(constexprs or {})
+    sized_raw = {n: v for n, v in constexprs.items() if isinstance(v, Expr)}
+    warps_fn = num_warps if callable(num_warps) else None
+    stages_fn = num_stages if callable(num_stages) else None
+    if warps_fn is None:
+        _check_warps(op_name, "num_warps", num_warps)
+    # values a config reads at declaration stand for those computed per call (the grid's shape, the block)
+    placeholder = {n: 1 for n in [*sized_raw, *heuristics]}
+    base = TritonConfig({**{n: v for n, v in constexprs.items() if n not in sized_raw}, **placeholder},
+                        4 if warps_fn else num_warps, 3 if stages_fn else num_stages)
+    if tuned and tactics:
+        raise SpecError(f"{op_name}: tactics: given with @triton.autotune, whose configs are the tactics. "
+                        "Fix: leave tactics out, or list them in the autotune decorator")
     configs = [base]
-    for i, t in enumerate(tactics):
-        if not isinstance(t, TritonConfig):
+    for i, t in enumerate(tuned or tactics):
+        if tuned:
+            t = TritonConfig(dict(t.kwargs), t.num_warps, t.num_stages)
+        elif not isinstance(t, TritonConfig):
             raise SpecError(f"{op_name}: tactics[{i}]: expected ttk.TritonConfig, got {t!r}. "
                             "Fix: tactics=[ttk.TritonConfig({'BLOCK': 512}, num_warps=2)]")
         _check_warps(op_name, f"tactics[{i}].num_warps", t.num_warps)
         configs.append(TritonConfig({**base.constexprs, **dict(t.constexprs)}, t.num_warps, t.num_stages))
+    if tuned:
+        configs = configs[1:]  # the autotuner's configs are the tactics, its first the default
 
     def geometry(cfg: TritonConfig, where: str) -> Custom:
         meta = dict(cfg.constexprs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
@@ -234,7 +344,55 @@ def declare(
         if bad in opts:
             raise SpecError(f"{op_name}: compile_options: {bad!r} is set per config. Fix: use num_warps=/num_stages= "
                             "or tactics=[ttk.TritonConfig(...)] (num_ctas must stay 1)")
-    return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override)
+    rule = None
+    if sized_raw or heuristics or warps_fn or stages_fn or tuned:
+        sized = {n: constexpr_expr(op_name, f"constexprs[{n!r}]", v, sig) for n, v in sized_raw.items()}
+        for n in [*sized, *heuristics]:
+            if n not in cnames:
+                raise SpecError(f"{op_name}: {n!r} names no tl.constexpr parameter of {fn.__name__!r} "
+                                f"(its constexprs: {cnames}). Fix: compute only the kernel's constexprs")
+
+        def signature_of(cfg: TritonConfig) -> Signature:
+            return validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras,
+                                      geometries=[geometry(cfg, "a config computed for a call")], dtypes=dtypes,
+                                      type_params=type_params, checks=checks, params=params,
+                                      kernel_params=[p.name for p in fn.params if not p.is_constexpr],
+                                      kernel_label=f"kernel {fn.__name__!r}")
+
+        rule = LaunchRule(sized, dict(heuristics), warps_fn, stages_fn, tune_key, signature_of,
+                          {n: str(v) for n, v in sized_raw.items()})
+    return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override, rule)
+
+
+def _unwrap(op: str, kernel):
+    """``(the @triton.jit function, the autotuner's configs or None, its key, the heuristics)`` of a kernel as
+    its author decorated it (``@triton.autotune`` over ``@triton.heuristics`` over ``@triton.jit``, each
+    optional)."""
+    tuned, key, heuristics = None, None, {}
+    seen = 0
+    while hasattr(kernel, "fn") and not hasattr(kernel, "params") and seen < 4:
+        seen += 1
+        if hasattr(kernel, "configs") and hasattr(kernel, "keys"):  # triton.runtime.autotuner.Autotuner
+            unsupported = [n for n, v in (("reset_to_zero", getattr(kernel, "reset_to_zero", None)),
+                                          ("restore_value", getattr(kernel, "restore_value", None)),
+                                          ("prune_configs_by", getattr(kernel, "early_config_prune", None)
+                                           or getattr(kernel, "perf_model", None)),
+                                          ("pre_hook/post_hook", getattr(kernel, "user_defined_pre_hook", False)
+                                           or getattr(kernel, "user_defined_post_hook", False))) if v]
+            if unsupported:
+                raise SpecError(f"{op}: kernel: @triton.autotune with {', '.join(unsupported)}, which trt_kernels does "
+                                "not run yet. Fix: drop them (outputs are fresh tensors each call), or pass the inner "
+                                "function with tactics=[ttk.TritonConfig(...)]")
+            if any(getattr(c, "pre_hook", None) for c in kernel.configs):
+                raise SpecError(f"{op}: kernel: an autotune config has a pre_hook, which trt_kernels does not run. "
+                                "Fix: drop it")
+            tuned, key = list(kernel.configs), tuple(kernel.keys)
+        elif hasattr(kernel, "values"):  # triton.runtime.autotuner.Heuristics
+            heuristics = {**heuristics, **dict(kernel.values)}  # an outer one runs first
+        else:
+            break
+        kernel = kernel.fn
+    return _jit_function(op, kernel), tuned, key, heuristics
 
 
 def _jit_function(op: str, kernel):
