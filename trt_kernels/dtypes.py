@@ -84,8 +84,9 @@ SIZE_TYPES = {
     "unsigned long": _U64, "unsigned long long": _U64, "uint64_t": _U64, "size_t": _U64,
 }
 
-#: the values each struct code of an int parameter holds
+#: the values each struct code of an int parameter holds, and its name in messages
 INT_RANGES = {"i": (-(2**31), 2**31 - 1), "I": (0, 2**32 - 1), "q": (-(2**63), 2**63 - 1), "Q": (0, 2**64 - 1)}
+INT_NAMES = {"i": "32-bit int", "I": "32-bit unsigned int", "q": "64-bit int", "Q": "64-bit unsigned int"}
 
 
 def c_type(dtype: torch.dtype) -> str:

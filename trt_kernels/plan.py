@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels._record import Frozen, plain_record
-from trt_kernels.dtypes import INT_RANGES, SIZE_TYPES
+from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SIZE_TYPES
 from trt_kernels.errors import InputError
 from trt_kernels.expr import (
     BinOp,
@@ -295,8 +295,8 @@ def concrete(plan: LaunchPlan, shapes: Sequence[Sequence[int]], names: Sequence[
                        "pass smaller inputs")
         outs.append(dims)
     ctypes = plan.extra_ctypes or ("int",) * len(plan.extras)
-    extras = tuple(value(e, f"extras[{i}]", *INT_RANGES[SIZE_TYPES[c].code], f"the kernel's C {c}")
-                   for i, (e, c) in enumerate(zip(plan.extras, ctypes)))
+    extras = tuple(value(e, f"extras[{i}]", *INT_RANGES[SIZE_TYPES[c].code], f"the kernel's C {c} ("
+                         f"{INT_NAMES[SIZE_TYPES[c].code]})") for i, (e, c) in enumerate(zip(plan.extras, ctypes)))
     grid = tuple(value(e, f"grid[{'xyz'[i]}]", 0, GRID_LIMITS[i], f"CUDA grid axis {'xyz'[i]}")
                  for i, e in enumerate(plan.grid))
     smem = value(plan.shared_mem, "shared_mem", 0, INT32_MAX, "dynamic shared memory (bytes)")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
-from trt_kernels.dtypes import INT_RANGES, SCALAR_TYPES, SIZE_TYPES
+from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SCALAR_TYPES, SIZE_TYPES
 from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
@@ -225,11 +225,12 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     P = prefix
 
     def too_big(i: int, v: int):
-        ctype = kop.sig.extra_ctype(i)
-        lo, hi = INT_RANGES[SIZE_TYPES[ctype].code]
-        raise InputError(f"{op}: extras[{i}] ({kop.sig.extra_labels[i]}) = {v} does not fit the kernel's C {ctype} "
-                         f"([{lo}, {hi}]). Fix: split the input into chunks of at most {hi} elements, or declare "
-                         "the parameter 64-bit (ttk.SizeArg(name, value, ctype='long long')) if the kernel takes one")
+        code = SIZE_TYPES[kop.sig.extra_ctype(i)].code
+        lo, hi = INT_RANGES[code]
+        raise InputError(f"{op}: extras[{i}] ({kop.sig.extra_labels[i]}) = {v} does not fit the kernel's "
+                         f"{INT_NAMES[code]} ([{lo}, {hi}]). Fix: split the input into chunks of at most {hi} "
+                         "elements, or declare the parameter 64-bit (ttk.SizeArg(name, value, ctype='long long')) if "
+                         "the kernel takes one")
 
     def bad_grid(gx, gy, gz):
         raise InputError(f"{op}: grid ({gx}, {gy}, {gz}) exceeds CUDA's limits {GRID_LIMITS}. "
