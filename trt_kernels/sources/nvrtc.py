@@ -6,11 +6,18 @@ load, plus the lowered (mangled) name of every name expression. Compiling
 needs no GPU: give the arch (``KernelSpec.arch_override`` or the
 ``TRT_KERNELS_ARCH`` environment variable, e.g. ``sm_90``).
 
+Headers: the include path is the kernel's ``include_paths``, then the CUDA runtime headers, CCCL
+and the toolkit's (:func:`trt_kernels.sources.toolchain.include_dirs`); NVRTC also gets the
+package's own device-side ``<stdint.h>``, ``<cmath>``, ``<cfloat>`` ... in memory and a prelude
+pre-included into every program (:mod:`trt_kernels.sources.std_headers`). A header that cannot be
+used (not found, host-only such as ``<vector>``, or one that brings host code such as
+``<cub/cub.cuh>``) fails with a :class:`CompileError` that says why and what to do.
+
 Cache: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt_kernels`` or
 ``~/.cache/trt_kernels``); ``TRT_KERNELS_CACHE=0`` disables it. Layout (format 3):
 ``<cache>/<program key>/<arch>.bin``. The program key is a SHA-256 of everything
 that changes the output except the arch (source, name expressions, options, C++
-standard, which headers, the NVRTC toolchain's identity from
+standard, which headers (directories and the built-in ones' text), the NVRTC toolchain's identity from
 :mod:`trt_kernels.sources.toolchain`, read from disk without loading libnvrtc, and the format),
 so a process whose kernels are all cached never loads NVRTC nor looks for headers, and
 the entries of one program for every arch sit in one directory (a declaration can
@@ -49,7 +56,7 @@ from trt_kernels.cache_store import (
     write_entry,
 )
 from trt_kernels.errors import CompileError
-from trt_kernels.sources import toolchain
+from trt_kernels.sources import std_headers, toolchain
 from trt_kernels.sources.kernel_source import ptx_isa
 from trt_kernels.sources.toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
@@ -175,7 +182,8 @@ def program_key(source: str, names: Sequence[str], options: Sequence[str], std: 
     """The cache directory of one program: everything that changes NVRTC's output but the arch."""
     payload = json.dumps(
         {"format": _FORMAT, "source": source, "names": list(names), "options": list(options), "std": std,
-         "headers": toolchain.headers_identity(include_paths), "toolchain": toolchain_id},
+         "headers": toolchain.headers_identity(include_paths), "builtin_headers": std_headers.identity(),
+         "toolchain": toolchain_id},
         sort_keys=True,
     ).encode()
     return hashlib.sha256(payload).hexdigest()
@@ -319,7 +327,7 @@ def compile_program(
         prog = _lookup(key, arch, ident)
         if prog is not None:
             return prog
-    opts = [f"--gpu-architecture={arch}", f"-std={std}"]
+    opts = [f"--gpu-architecture={arch}", f"-std={std}", *std_headers.options()]
     opts += [f"-I{d}" for d in toolchain.include_dirs(include_paths)]
     opts += list(options)
     prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
@@ -343,10 +351,23 @@ def _nvrtc_output(prog, get_size, get, what: str) -> bytes:
     return bytes(buf)
 
 
+def _include_path(opts) -> Tuple[list, list]:
+    """The ``-I`` directories of ``opts`` in order, and those of them the user gave (not a default one)."""
+    search = [o[2:] for o in opts if o.startswith("-I")]
+    defaults = set(toolchain.include_dirs())
+    return search, [d for d in search if d not in defaults]
+
+
 def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id="") -> CompiledProgram:
+    """One NVRTC program. NVRTC also gets the built-in standard headers in memory, less those a directory the
+    user gave holds (:func:`trt_kernels.sources.std_headers.for_compile`)."""
     from cuda.bindings import nvrtc
 
-    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], []), "nvrtcCreateProgram")
+    search, given = _include_path(opts)
+    headers = std_headers.for_compile(given)
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), len(headers),
+                                           [t.encode() for _, t in headers], [n.encode() for n, _ in headers]),
+                  "nvrtcCreateProgram")
     try:
         for n in names:
             try:
@@ -364,6 +385,10 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
                     f"{label}: kernel_name {', '.join(map(repr, names))} names no __global__ function in the "
                     "source (a template needs its parameter, e.g. 'k<T>'). NVRTC said:\n" + log
                 )
+            hint = std_headers.compile_hint(log, search)
+            if hint is not None:
+                raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}: {hint}\n"
+                                   f"NVRTC said:\n{log}")
             raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}:\n{log}")
         lowered = {}
         for n in names:

@@ -16,10 +16,14 @@ so an entry is only ever stored under (and found by) the identity of the NVRTC t
 built it. Each entry also records the identity it was built with, and a reader
 rejects an entry whose recorded identity is not the current one.
 
-CUDA header directories (``cuda_fp16.h`` ...) are looked up only when something
-must really be compiled (:func:`include_dirs`); the cache key covers them through
-:func:`headers_identity` (the ``nvidia-cuda-runtime`` version and the
-``CUDA_HOME`` / ``CUDA_PATH`` settings), which reads no header.
+CUDA header directories are looked up only when something must really be compiled
+(:func:`include_dirs`): a kernel's ``KernelSpec.include_paths`` first, then the defaults, as nvcc
+users expect to find them: the CUDA runtime headers (``cuda_fp16.h``, ``cooperative_groups.h`` ...,
+from the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``), CCCL (``cuda/std/...``,
+``nv/target``, ``cub/...``, which ``<cooperative_groups.h>`` needs) and the CUDA toolkit's
+``include`` directory. The cache key covers them through :func:`headers_identity` (the given paths,
+the ``nvidia-cuda-runtime`` and ``nvidia-cuda-cccl`` versions, ``CUDA_HOME`` / ``CUDA_PATH`` and
+where ``/usr/local/cuda`` points), which looks nothing up and reads no header.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ _headers_resolved = False
 
 _NVRTC_DIST = "nvidia-cuda-nvrtc"
 _RUNTIME_DIST = "nvidia-cuda-runtime"
+_CCCL_DISTS = ("nvidia-cuda-cccl", "nvidia-cuda-cccl-cu12")  # CUDA 13 and 12 wheels of CCCL
+_TOOLKIT = "/usr/local/cuda"
 
 
 def _is_nvrtc_library(name: str) -> bool:
@@ -215,45 +221,98 @@ def confirm_loaded(version: Tuple[int, int]) -> str:
 
 
 def headers_identity(extra: Optional[Sequence[str]]) -> str:
-    """What decides which CUDA headers a compile sees, without reading any: the given include
-    paths, else the ``nvidia-cuda-runtime`` version and ``CUDA_HOME`` / ``CUDA_PATH``."""
-    if extra is not None:
-        return "given:" + os.pathsep.join(extra)
-    return _default_headers_identity(os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""))
+    """What decides which CUDA headers a compile sees, without reading any: the given include paths
+    (searched first), then what decides the default directories (the ``nvidia-cuda-runtime`` and
+    ``nvidia-cuda-cccl`` versions, ``CUDA_HOME`` / ``CUDA_PATH``, the toolkit ``/usr/local/cuda`` is).
+    ``None`` and ``[]`` see the same directories and give the same identity."""
+    given = os.pathsep.join(extra) if extra else ""
+    return f"given:{given};" + _default_headers_identity(os.environ.get("CUDA_HOME", ""),
+                                                          os.environ.get("CUDA_PATH", ""))
 
 
 @functools.lru_cache(maxsize=None)
 def _default_headers_identity(cuda_home: str, cuda_path: str) -> str:
-    return f"{_RUNTIME_DIST}=={_dist_version(_RUNTIME_DIST)};CUDA_HOME={cuda_home};CUDA_PATH={cuda_path}"
+    cccl = ",".join(f"{d}=={_wheel_version(d)}" for d in _CCCL_DISTS if _wheel_version(d) is not None)
+    return (f"{_RUNTIME_DIST}=={_dist_version(_RUNTIME_DIST)};cccl={cccl};CUDA_HOME={cuda_home};"
+            f"CUDA_PATH={cuda_path};toolkit={os.path.realpath(_TOOLKIT)}")
+
+
+def _wheel_version(name: str) -> Optional[str]:
+    """The version of NVIDIA wheel ``name`` if one is installed beside the others (``nvidia/`` on
+    ``sys.path``); None otherwise, without asking ``importlib.metadata`` (a cost a warm start avoids)."""
+    return _dist_version(name) if _dist_info(name) is not None else None
 
 
 def include_dirs(extra: Optional[Sequence[str]] = None) -> list:
-    """Where CUDA headers (``cuda_fp16.h`` ...) are: ``extra`` if given (``KernelSpec.include_paths``),
-    else the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``, then
-    ``$CUDA_HOME/include`` and ``/usr/local/cuda/include``. Called only when compiling."""
-    if extra is not None:
-        return list(dict.fromkeys(extra))
-    return list(_default_include_dirs(os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")))
+    """Where NVRTC looks for headers, in order: ``extra`` (``KernelSpec.include_paths``), then the CUDA
+    runtime headers (the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``), CCCL
+    (:func:`_cccl_dir`) and the CUDA toolkit's ``include`` (``$CUDA_HOME``, ``$CUDA_PATH``,
+    ``/usr/local/cuda``); each once, each only if it is a directory. Called only when compiling."""
+    given = [d for d in (extra or ()) if os.path.isdir(d)]
+    dirs, seen = [], set()
+    for d in [*given, *_default_include_dirs(os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"))]:
+        real = os.path.realpath(d)
+        if real not in seen:
+            seen.add(real)
+            dirs.append(d)
+    return dirs
 
 
 @functools.lru_cache(maxsize=None)
 def _default_include_dirs(cuda_home: Optional[str], cuda_path: Optional[str]) -> Tuple[str, ...]:
     global _headers_resolved
     _headers_resolved = True
-    dirs = []
+    runtime = None
     try:
         from cuda import pathfinder
 
         found = pathfinder.find_nvidia_header_directory("cudart")
-        if found:
-            dirs.append(str(found))
+        runtime = str(found) if found else None
     except Exception:  # noqa: BLE001 - fall back to a system toolkit
         pass
-    for root in (cuda_home, cuda_path, "/usr/local/cuda"):
-        if root and os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")):
-            dirs.append(os.path.join(root, "include"))
-            break
+    roots = [r for r in (cuda_home, cuda_path, _TOOLKIT) if r]
+    toolkit = next((os.path.join(r, "include") for r in roots
+                    if os.path.isfile(os.path.join(r, "include", "cuda_fp16.h"))), None)
+    dirs = [d for d in (runtime, _cccl_dir(runtime, roots), toolkit) if d and os.path.isdir(d)]
     return tuple(dict.fromkeys(dirs))
+
+
+def _has_cccl(d: str) -> bool:
+    return os.path.isfile(os.path.join(d, "cuda", "std", "version"))
+
+
+def _cccl_dir(runtime: Optional[str], roots: Sequence[str]) -> Optional[str]:
+    """CCCL's include directory (the one holding ``cuda/std``, ``cub``, ``nv/target``); None if there is
+    none or the runtime headers' directory already holds it (CUDA 12 toolkits).
+
+    Looked for first where it is cheap to look and next to the runtime headers in use: ``<runtime>/cccl``
+    (the layout of the CUDA 13 wheels, conda and toolkits), the ``nvidia-cuda-cccl`` wheels' directories on
+    ``sys.path`` (``nvidia/cu13/include/cccl``, CUDA 12's ``nvidia/cuda_cccl/include``), each toolkit root's
+    ``include/cccl``; then ``cuda.pathfinder.find_nvidia_header_directory("cccl")`` (pathfinder 1.9 on),
+    which finds the same in those places but otherwise starts a Python subprocess to find the toolkit
+    (measured: 140 ms), so it is asked last."""
+    if runtime is not None and _has_cccl(runtime):
+        return None
+    candidates = [os.path.join(runtime, "cccl")] if runtime else []
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        base = os.path.join(entry or ".", "nvidia")
+        names = _listdir(base)
+        cu = sorted((n for n in names if n[:2] == "cu" and n[2:].isdigit()), key=lambda n: -int(n[2:]))
+        candidates += [os.path.join(base, n, "include", "cccl") for n in cu]
+        candidates.append(os.path.join(base, "cuda_cccl", "include"))
+    candidates += [os.path.join(r, "include", "cccl") for r in roots]
+    for c in candidates:
+        if _has_cccl(c):
+            return c
+    try:
+        from cuda import pathfinder
+
+        found = pathfinder.find_nvidia_header_directory("cccl")
+        return str(found) if found else None
+    except Exception:  # noqa: BLE001 - an older pathfinder does not know "cccl"
+        return None
 
 
 def headers_resolved() -> bool:
