@@ -161,6 +161,10 @@ class PluginBuilder:
         uint8 (TensorRT's IPluginV3OneBuild::getOutputDataTypes: "DataType::kBOOL and
         DataType::kUINT8 are not supported")."""
         kop = self.kop
+        if kop.sig.mutated:
+            names = ", ".join(repr(kop.sig.tensor_names[t]) for t in kop.sig.mutated)
+            return (f"it writes {names} in place, and TensorRT's aliased plugin I/O is not wired up here yet; the "
+                    "op stays in PyTorch inside Torch-TensorRT graphs")
         for kdt in kop.dtypes:
             outs = kop.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
             names = [o.name for o in kop.sig.outputs] or [f"output {i}" for i in range(len(outs))]

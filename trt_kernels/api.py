@@ -225,6 +225,11 @@ class Overrides(Frozen):
 def _declare(sig, source, ov: Overrides):
     """The one declaration pipeline every source ends in: the op record, its build (now, or deferred), and
     its registration."""
+    if sig.mutated and ov.backward is not None:
+        raise SpecError(f"{sig.op_name}: backward: given for an op that writes "
+                        f"{', '.join(repr(sig.tensor_names[t]) for t in sig.mutated)} in place, whose gradient "
+                        "autograd cannot record. Fix: drop backward (call the op under torch.no_grad(), as optimizer "
+                        "steps run), or declare a fresh output instead of mutated=True")
     kop = KernelOp(sig=sig, source=source, meta_fn=ov.meta_fn, eager_fn=ov.eager_fn, aot_fn=ov.aot_fn,
                    backward=ov.backward, setup_context=ov.setup_context,
                    supports_dynamic_shapes=ov.supports_dynamic_shapes, options=dict(ov.options or {}))

@@ -178,6 +178,11 @@ def _node_schema(kop: KernelOp, onnx):
             raise OnnxExportError(
                 f"{kop.op_name}: scalar argument {s.name!r} has the name of an attribute the TensorRT ONNX parser "
                 f"reads itself ({', '.join(RESERVED_ATTRIBUTES)}). Fix: rename the argument")
+    if sig.mutated:
+        raise OnnxExportError(
+            f"{kop.op_name}: it writes {', '.join(repr(sig.tensor_names[t]) for t in sig.mutated)} in place, which "
+            "the ONNX route does not export (an ONNX node has no in-place outputs). Fix: declare a fresh output "
+            "for the result, or keep the op out of the exported graph")
     n_out = _output_count(kop)
 
     constraints, inputs, outputs = [], [], []

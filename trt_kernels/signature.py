@@ -209,7 +209,14 @@ class Signature(Frozen):
 
     @property
     def has_outputs(self) -> bool:
-        return bool(self.outputs)
+        """Whether the declaration says what the op writes (outputs, or inputs written in place); else
+        ``meta_fn`` says what it returns."""
+        return bool(self.outputs) or bool(self.mutated)
+
+    @property
+    def mutated(self) -> Tuple[int, ...]:
+        """The tensor inputs the kernel writes in place (their indices)."""
+        return tuple(i for i, d in enumerate(self.tensor_decls) if d.mutated)
 
     @property
     def has_geometry(self) -> bool:

@@ -120,15 +120,20 @@ class InputDecl(Frozen):
     ``dtype``: a fixed dtype for this input; ``None`` means the kernel's dtype (``float32``
     unless the spec declares ``dtypes`` for a template kernel; with several ``type_params``, the
     first); a str names one of the spec's ``type_params`` (``dtype="W"``). ``ndim``: optional rank;
-    when given, axes that name this input are checked at registration.
+    when given, axes that name this input are checked at registration. ``mutated``: the kernel writes
+    this input in place (an optimizer step, a cache update): the schema marks it ``Tensor(a!)``, the
+    launch passes the tensor itself (contiguous, or the call is refused), and the op may declare no
+    outputs (then it returns nothing).
     """
 
     name: str
     dtype: Optional[Union[torch.dtype, str]] = None
     ndim: Optional[int] = None
+    mutated: bool = False
 
-    def __init__(self, name: str, dtype: Optional[Union[torch.dtype, str]] = None, ndim: Optional[int] = None) -> None:
-        self.__dict__.update(name=name, dtype=dtype, ndim=ndim)
+    def __init__(self, name: str, dtype: Optional[Union[torch.dtype, str]] = None, ndim: Optional[int] = None,
+                 mutated: bool = False) -> None:
+        self.__dict__.update(name=name, dtype=dtype, ndim=ndim, mutated=mutated)
 
 
 @record

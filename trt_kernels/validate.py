@@ -211,6 +211,10 @@ def validate_signature(
     extras, extra_names, extra_ctypes = _extras(op, extras, tnames, tensors, scalars)
     outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars, tp)
     check_sigs = _checks(op, checks, tnames, tensors)
+    if any(t.mutated for t in tensors) and (has_meta_fn or has_eager_fn):
+        raise fail(op, "inputs", "an input written in place (mutated=True) with meta_fn/eager_fn, whose results are "
+                   "fresh tensors", "declare outputs and geometry (the derived launch writes the input), or drop "
+                   "mutated=True")
     geos = [g for g in (geometries or ()) if g is not None]
     if not geos and not has_eager_fn:
         raise fail(op, "geometry", "missing",
@@ -280,6 +284,8 @@ def _inputs(op: str, inputs, tp: Sequence[str] = ("T",)):
                             f"use one of {[_dt.short(x) for x in _dt.SUPPORTED]}")
             if d.ndim is not None and (not isinstance(d.ndim, int) or d.ndim < 0):
                 raise fail(op, where + ".ndim", f"{d.ndim!r} is not a rank", "give a non-negative int or None")
+            if not isinstance(d.mutated, bool):
+                raise fail(op, where + ".mutated", f"{d.mutated!r} is not a bool", "give True or False")
             kinds.append("tensor")
         else:
             inputs[i] = d = _scalar_input(op, where, d)
@@ -492,6 +498,8 @@ def _outputs(op: str, outputs, seen, tnames, tensors, has_meta_fn: bool, has_eag
     if outputs is not None:
         sequence(op, "outputs", outputs,
                   "declare the outputs as a list, e.g. outputs=[ttk.OutputDecl('y', shape=ttk.SameAs('x'))]")
+    if (outputs is None or len(outputs) == 0) and any(t.mutated for t in tensors) and not has_meta_fn:
+        return []  # the op writes its inputs in place and returns nothing
     if outputs is None or len(outputs) == 0:
         if not has_meta_fn:
             raise fail(op, "outputs", "missing",

@@ -232,6 +232,11 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
                          "elements, or declare the parameter 64-bit (ttk.SizeArg(name, value, ctype='long long')) if "
                          "the kernel takes one")
 
+    def not_contiguous(t: int):
+        raise InputError(f"{op}: input {kop.sig.tensor_names[t]!r} is written in place (mutated=True) but is not "
+                         "contiguous, so the kernel cannot write it where the caller sees it. Fix: pass a contiguous "
+                         "tensor (x = x.contiguous(), then use x)")
+
     def bad_grid(gx, gy, gz):
         raise InputError(f"{op}: grid ({gx}, {gy}, {gz}) exceeds CUDA's limits {GRID_LIMITS}. "
                          "Fix: use smaller inputs or a geometry with fewer blocks along that axis")
@@ -286,7 +291,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
         return scratch_buffers(scratch, blocks, device)
 
     ns: Dict[str, Any] = {
-        f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}bad_device": bad_device,
+        f"{P}too_big": too_big, f"{P}bad_grid": bad_grid, f"{P}not_contiguous": not_contiguous,
+        f"{P}bad_device": bad_device,
         f"{P}no_backward": no_backward, f"{P}unwritten": unwritten, f"{P}size_error": size_error,
         f"{P}grad_enabled": torch.is_grad_enabled,
         f"{P}new_buffer": new_buffer, f"{P}relaunch": relaunch_, f"{P}scalar_error": scalar_error_,
@@ -366,8 +372,12 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     over += [f"{src} > {lim}" for src, lim in zip(grid_src, GRID_LIMITS) if src.isdigit() and int(src) > lim]
     if over:
         body.append(f"    if {' or '.join(over)}: {P}bad_grid(gx, gy, gz)")
-    for p in tpos:
-        body.append(f"    if not a{p}.is_contiguous(): a{p} = a{p}.contiguous()")
+    mutated = set(kop.sig.mutated)
+    for t, p in enumerate(tpos):
+        if t in mutated:  # written in place: a copy would take the writes away from the caller's tensor
+            body.append(f"    if not a{p}.is_contiguous(): {P}not_contiguous({t})")
+        else:
+            body.append(f"    if not a{p}.is_contiguous(): a{p} = a{p}.contiguous()")
     for i, (o, shp) in enumerate(zip(plan.outputs, out_shape_src)):
         if o.like is not None and out_dtypes[i] == in_dtypes[o.like]:
             body.append(f"    o{i} = {P}empty_like(a{tpos[o.like]})")
@@ -417,8 +427,10 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
         f"            {P}relaunch(err, dev, gx, gy, gz, {smem_src}, b[1])",
     ]
     outs = [f"o{i}" for i in range(len(plan.outputs))]
-    body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", f"        {P}unwritten(gx, gy, gz)"]
-    body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})")
+    if outs:
+        body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", f"        {P}unwritten(gx, gy, gz)"]
+    body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})" if outs
+                else "    return None")
     return Launcher(body, ns, pack, P)
 
 

@@ -113,6 +113,8 @@ def eligible(kop) -> Optional[str]:
         return "it declares no outputs or no geometry"
     if kop.varies:
         return "a call computes its launch config (constexprs from sizes, heuristics or an autotuner)"
+    if kop.sig.mutated or not kop.sig.outputs:
+        return "it writes an input in place"
     return None
 
 

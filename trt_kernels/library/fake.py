@@ -26,6 +26,7 @@ def checked_meta_fn(kop: KernelOp):
 def make_fake_impl(kop: KernelOp):
     tpos = kop.sig.tensor_pos
     single = len(kop.sig.outputs) == 1
+    none = not kop.sig.outputs  # an op that writes its inputs in place and returns nothing
     snames = [d.name for d in kop.sig.scalar_decls]
 
     def fake(*args):
@@ -52,7 +53,7 @@ def make_fake_impl(kop: KernelOp):
         outs = []
         for shape, dt in zip(out_shapes, kop.sig.out_dtypes([t.dtype for t in ts])):
             outs.append(ts[0].new_empty(shape, dtype=dt))
-        return outs[0] if single else tuple(outs)
+        return None if none else outs[0] if single else tuple(outs)
 
     fake.__name__ = f"{kop.name}_fake"
     return fake

@@ -17,7 +17,9 @@ def build_schema(kop: KernelOp) -> str:
     """``(Tensor x, float alpha) -> Tensor`` from the spec (declaration order of inputs)."""
     if not kop.sig.has_outputs:  # override path: the meta function's annotations say it
         return torch.library.infer_schema(kop.meta_fn, mutates_args=())
-    args = [f"Tensor {d.name}" if kind == "tensor" else f"{scalar_type_name(d)} {d.name}" + _default_text(d)
+    alias = iter("abcdefghijklmnopqrstuvwxyz")
+    args = [(f"Tensor({next(alias)}!) {d.name}" if d.mutated else f"Tensor {d.name}") if kind == "tensor"
+            else f"{scalar_type_name(d)} {d.name}" + _default_text(d)
             for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)]
     n = len(kop.sig.outputs)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
@@ -47,10 +49,16 @@ def check_schema(kop: KernelOp) -> None:
     def bad(where: str, msg: str, fix: str) -> SpecError:
         return SpecError(f"{op}: schema {kop.schema!r}: {where}: {msg}. Fix: {fix}")
 
-    if parsed.is_mutable or any(a.alias_info is not None for a in args) or \
-            any(r.alias_info is not None for r in parsed.returns):
-        raise bad("aliasing", "the op is declared to mutate or alias an argument, but its kernels write only "
-                  "fresh outputs", "drop the (a!) / (a) annotations")
+    mutated = {d.name for d in kop.sig.tensor_decls if d.mutated}
+    for a in args:
+        writes = a.alias_info is not None and a.alias_info.is_write
+        if (a.alias_info is not None and not writes) or writes != (a.name in mutated):
+            raise bad(f"argument {a.name!r}", "is declared to alias or be written in place"
+                      if a.alias_info is not None else "is written in place by the kernel (mutated=True)",
+                      "mark exactly the inputs declared mutated=True as Tensor(a!), each with its own letter")
+    if any(r.alias_info is not None for r in parsed.returns):
+        raise bad("returns", "an output aliases an argument, but the kernels write fresh outputs",
+                  "drop the (a) annotation of the return")
     if len(args) != len(decls):
         raise bad("arguments", f"{len(args)} arguments but the spec declares {len(decls)} inputs "
                   f"({', '.join(d.name for d in decls)})", "list one schema argument per declared input, in order")
