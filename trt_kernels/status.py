@@ -38,8 +38,10 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
             "source": f"{kop.source.describe()} [{kop.source.entry_point}]",
         }
         for b in builds.values():
-            if b.aot_reason:
-                row["source"] += f"; {b.aot_reason}"
+            if b.aot_reason:  # what the op's AOT decision made of it (a tactic left out, or the JIT plugin)
+                row["source"] += f"; {kop.aot.why}"
+                break
+        for b in builds.values():
             if kop.eager_fn is None and any(k.needs_scratch for (_, t), k in b.kernels.items() if t <= 1):
                 row["eager"] = "derived launch, with a scratch buffer per call (the kernel's compiler asks for one)"
         rows.append(row)

@@ -64,3 +64,20 @@ def test_the_rewritten_aot_ptx_replays_as_eager(request, which, make):
     res = aot_replay(op, *args)
     assert res.bitwise_equal, res.max_abs_diff()
     assert jit_replay(op, *args).bitwise_equal
+
+
+def test_the_native_kernel_serves_kernels_in_their_own_order(saxpy, layernorm):
+    from trt_kernels.eager import native
+    from trt_kernels.library.definition import native_slot
+
+    for op, args in ((saxpy, (0.5, torch.randn(1000, device="cuda"))),
+                     (layernorm, (torch.randn(8, 32, device="cuda"), torch.randn(32, device="cuda"),
+                                  torch.randn(32, device="cuda")))):
+        name = op.default._schema.name
+        slot = native_slot(name)
+        if slot is None:
+            pytest.skip("the native kernel is not built on this machine (trt-kernels doctor says why)")
+        op(*args)  # the first call builds the launcher and hands it to the native kernel
+        before = native.launches(slot)
+        op(*args)
+        assert native.launches(slot) == before + 1, name

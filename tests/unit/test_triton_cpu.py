@@ -454,3 +454,19 @@ def test_autotune_options_it_cannot_run_are_refused():
     with pytest.raises(ttk.SpecError, match=r"@triton.autotune with reset_to_zero"):
         ttk.triton_kernel_op(unique("tri_tuned"), tuned, inputs=[ttk.InputDecl("x")],
                              outputs=[ttk.OutputDecl("out", shape=ttk.SameAs("x"))], grid=(1,), arch_override=ARCH)
+
+
+def test_a_size_constexpr_of_0_compiles_as_1():
+    name = unique("tri_var")
+    tk.declare_row_softmax(name, arch_override=ARCH)
+    (v,) = kop_of(name).call_variants((torch.empty(3, 0, dtype=torch.float16),))
+    assert v.source.configs[0].constexprs == {"BLOCK_SIZE": 1}
+    assert v.image(torch.float16, 1, ARCH).aot_ptx
+
+
+def test_a_64_bit_size_arg_is_a_64_bit_triton_parameter():
+    name = _decl(_outputs_first, extras=[ttk.SizeArg("n", ttk.Numel("x"), "int64_t")])
+    kop = kop_of(name)
+    assert [t for t, _ in abi.ptx_params(kop.image(torch.float32, 1, ARCH).ptx, "_outputs_first")][:3] == [
+        "u64", "u64", "u64"]
+    assert kop.source.signatures[torch.float32]["n"] == "i64"

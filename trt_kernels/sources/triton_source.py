@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels import dtypes as _dt
-from trt_kernels.dtypes import SCALAR_TYPES, TENSOR_TYPES
+from trt_kernels.dtypes import SCALAR_TYPES, SIZE_TYPES, TENSOR_TYPES
 from trt_kernels.errors import KernelABIError, SpecError
 from trt_kernels.expr import Expr
 from trt_kernels.limits import STATIC_SHARED_MEM
@@ -236,11 +236,18 @@ class LaunchRule:
             return cfg
         ev = SizesEvaluator([tuple(t.shape) for t in tensors], scalars)
         consts = dict(cfg.constexprs)
-        consts.update({n: int(evaluate(e, ev)) for n, e in self.sized.items()})
+        # at least 1: a size of 0 (an empty row) would ask Triton for a block of 0, which it cannot compile;
+        # the launch then covers no element anyway
+        consts.update({n: max(1, int(evaluate(e, ev))) for n, e in self.sized.items()})
         if self.heuristics:
             args = self.named_args(source, tensors, scalars, consts)
             for name, f in self.heuristics.items():  # in order: a later one sees the earlier ones, as in Triton
-                consts[name] = args[name] = f(args)
+                try:
+                    consts[name] = args[name] = f(args)
+                except KeyError as e:
+                    raise SpecError(f"{source.op_name}: @triton.heuristics {name!r} reads {e}, which is not known "
+                                    f"before the launch (it sees {sorted(args)}; outputs are allocated by the "
+                                    "launch). Fix: compute it from the inputs, scalars and sizes") from None
         meta = dict(consts, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         nw = int(self.num_warps(meta)) if self.num_warps else cfg.num_warps
         ns = int(self.num_stages(meta)) if self.num_stages else cfg.num_stages
@@ -459,7 +466,7 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
             return "*" + TENSOR_TYPES[outs[p.index]].triton
         if p.role == "scalar":
             return SCALAR_TYPES[scalar_type(sig.scalar_decls[p.index])].triton
-        return "i32"  # an extra: a C int
+        return SIZE_TYPES[sig.extra_ctype(p.index)].triton  # an extra: i32 unless a SizeArg says otherwise
 
     it = iter([triton_type(p) for p in sig.params(dtype)])
     return {p.name: "constexpr" if p.is_constexpr else next(it) for p in fn.params}
