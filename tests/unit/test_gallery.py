@@ -520,7 +520,7 @@ def test_the_script_declares_every_kernel_then_says_it_needs_a_gpu():
                        timeout=900, env=env, cwd=ROOT)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-4000:]
     assert "examples/gallery/declare.py: not run: it launches its kernels on a CUDA GPU" in r.stderr
-    n = len(gallery.GALLERY) - (len(gallery.TRITON_KERNELS) if TRITON_MISSING else 0)
+    n = len(gallery.GALLERY) + len(gallery.IN_PLACE) - (len(gallery.TRITON_KERNELS) if TRITON_MISSING else 0)
     assert f"declared {n} gallery ops" in r.stdout, r.stdout
 
 
@@ -530,7 +530,8 @@ def test_the_command_line_sees_every_gallery_op():
                        capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     listed = re.findall(r"^gallery::(\w+)\(", r.stdout, flags=re.M)
-    assert listed == [k.name for k in gallery.GALLERY.values() if not (k.triton and TRITON_MISSING)], r.stdout
+    assert listed == [k.name for k in gallery.GALLERY.values() if not (k.triton and TRITON_MISSING)] + list(
+        gallery.IN_PLACE), r.stdout
 
 
 # ---------------- kernels that write their inputs in place ----------------

@@ -10,6 +10,7 @@ from kernels import adamw_spec, unique
 from test_fastpath import Recorder, StubKernel
 from trt_kernels import registry
 from trt_kernels.eager.fastpath import build_launcher
+from trt_kernels.errors import OnnxExportError
 
 SCALARS = (1e-3, 0.9, 0.999, 0.1, 0.001, 1e-8, 0.01)
 
@@ -86,3 +87,14 @@ def test_outputs_stay_required_without_a_mutated_input():
 
     with pytest.raises(ttk.SpecError, match=r"outputs: missing"):
         ttk.cuda_kernel_op(unique("ttk_inplace"), sigmoid_spec(outputs=[], arch_override="sm_90"))
+
+
+def test_the_onnx_route_refuses_a_named_in_place_op_and_leaves_it_out_of_the_whole_table():
+    pytest.importorskip("onnxscript")
+    from trt_kernels import onnx_export
+
+    op, kop = _declare(adamw_spec())
+    assert kop.overload not in onnx_export.translation_table()
+    with pytest.raises(OnnxExportError, match=r"writes 'params_memory', 'm_memory', 'v_memory' in place, which "
+                                                  r"the ONNX route does not export"):
+        onnx_export.translation_table([kop.op_name])

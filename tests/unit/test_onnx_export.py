@@ -160,7 +160,8 @@ def test_table_holds_only_trt_kernels_ops(declared):
     table = onnx_export.translation_table()
     assert getattr(torch.ops, NS).scale.default in table
     assert twice._opoverload not in table
-    assert set(table) == {k.overload for k in registry.all_ops()}
+    # every op but those that write inputs in place (ONNX nodes have no in-place outputs)
+    assert set(table) == {k.overload for k in registry.all_ops() if not k.sig.mutated}
     with pytest.raises(OnnxExportError, match=rf"{NS}_plain::twice: not an op registered with trt_kernels"):
         onnx_export.translation_table([f"{NS}_plain::twice"])
     assert list(onnx_export.translation_table([getattr(torch.ops, NS).scale])) == [getattr(torch.ops, NS).scale.default]

@@ -22,24 +22,27 @@ float double bool void size_t half __half __nv_bfloat16 struct class typename au
 
 def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
     """The names of the parameters of the ``__global__`` function ``kernel_name`` (``k`` or ``k<T>``) in
-    ``source``, in order; None where they cannot be read."""
+    ``source``, in order; None where they cannot be read. (Plain string search: a declaration reads it
+    once per op, and a pattern per kernel name would be compiled each time.)"""
     base = kernel_name.split("<", 1)[0].strip()
-    if not re.fullmatch(r"[A-Za-z_]\w*", base):
+    if not base.isidentifier():
         return None
-    text = re.sub(_COMMENTS, " ", source, flags=re.S)
+    text = re.sub(_COMMENTS, " ", source, flags=re.S) if "/" in source else source
     found = []
-    for m in re.finditer(r"\b" + re.escape(base) + r"\s*\(", text):
-        head = text[max(0, m.start() - 400):m.start()]
-        head = re.split(r"[;}]", head)[-1]  # the declaration this name belongs to
-        if not re.search(r"\b__global__\b", head):
-            continue
-        inner = _balanced(text, m.end() - 1)
-        if inner is None:
-            return None
-        names = _names(inner)
-        if names is None:
-            return None
-        found.append(names)
+    at = text.find(base)
+    while at >= 0:
+        end = at + len(base)
+        after = text[end:end + 200].lstrip()
+        whole = (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and after.startswith("(")
+        head = text[max(0, at - 400):at]
+        head = head[max(head.rfind(";"), head.rfind("}")) + 1:]  # the declaration this name belongs to
+        if whole and "__global__" in head:
+            inner = _balanced(text, text.index("(", end))
+            names = _names(inner) if inner is not None else None
+            if names is None:
+                return None
+            found.append(names)
+        at = text.find(base, end)
     if not found or any(f != found[0] for f in found):
         return None
     return found[0]
