@@ -10,10 +10,8 @@ a macro that makes the parameter list), the names are unknown and the calling co
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional
 
-_COMMENTS = r"//[^\n]*|/\*.*?\*/"
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
 # words a parameter's last identifier cannot be: then it has no name
 _NOT_NAMES = frozenset("""const volatile restrict __restrict__ __restrict int unsigned signed long short char
@@ -27,7 +25,7 @@ def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
     base = kernel_name.split("<", 1)[0].strip()
     if not base.isidentifier():
         return None
-    text = re.sub(_COMMENTS, " ", source, flags=re.S) if "/" in source else source
+    text = _without_comments(source) if "/" in source else source
     found = []
     at = text.find(base)
     while at >= 0:
@@ -68,12 +66,37 @@ def _names(params: str) -> Optional[List[str]]:
     out = []
     for p in _split(params):
         p = p.split("=", 1)[0]  # a default value
-        p = re.sub(r"\[[^\]]*\]", " ", p).strip()  # array bounds
-        m = re.search(r"([A-Za-z_]\w*)\s*$", p)
-        if m is None or m.group(1) in _NOT_NAMES or m.start() == 0:
+        while "[" in p and "]" in p[p.index("["):]:  # array bounds
+            p = p[:p.index("[")] + " " + p[p.index("]", p.index("[")) + 1:]
+        p = p.rstrip()
+        i = len(p)
+        while i > 0 and (p[i - 1].isalnum() or p[i - 1] == "_"):
+            i -= 1
+        name = p[i:]
+        if not name.isidentifier() or name in _NOT_NAMES or not p[:i].strip():
             return None  # unnamed (``float*``), or a macro
-        out.append(m.group(1))
+        out.append(name)
     return out
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments blanked (string literals are rare in a kernel's
+    declaration and not looked at)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            out.append(" ")
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            out.append(" ")
+        else:
+            j = min((k for k in (text.find("//", i), text.find("/*", i)) if k >= 0), default=n)
+            out.append(text[i:j])
+            i = j
+    return "".join(out)
 
 
 def _split(params: str) -> List[str]:
