@@ -269,9 +269,9 @@ def identity() -> str:
 
 # ---------------- what to say when a header cannot be used ----------------
 
-_NOT_FOUND = re.compile(r'^(.*?)\(\d+\): catastrophic error: (?:cannot|could not) open source file "([^"]+)"', re.M)
-_HOST_CODE = re.compile(r"^(.*?)\(\d+\): error: A function explicitly marked as a __host__ function is not allowed "
-                        r"in JIT mode", re.M)
+# (patterns as text: compiled at the first failed compile, not at every import)
+_NOT_FOUND = r'^(.*?)\(\d+\): catastrophic error: (?:cannot|could not) open source file "([^"]+)"'
+_HOST_CODE = r"^(.*?)\(\d+\): error: A function explicitly marked as a __host__ function is not allowed in JIT mode"
 # The C and C++ standard library headers: host code, which NVRTC has none of (the built-in ones aside)
 _STANDARD = frozenset("""
 iostream istream ostream sstream fstream iomanip ios iosfwd streambuf vector string string_view map unordered_map set
@@ -287,14 +287,14 @@ stdarg.h signal.h setjmp.h time.h wchar.h wctype.h ctype.h locale.h errno.h fenv
 def compile_hint(log: str, search: Sequence[str]) -> Optional[str]:
     """Why a compile failed and what to do, where NVRTC's ``log`` shows a header problem; None otherwise.
     ``search`` is the include path the compile had, in order."""
-    host = _HOST_CODE.search(log)
+    host = re.search(_HOST_CODE, log, re.M)
     if host:
         where = _header_name(host.group(1), search)
         return ("a header brought in host code" + (f" ({where})" if where else "") + ": NVRTC compiles device "
                 "code only (no __host__ functions, kernel launches, or CUB/Thrust device-wide algorithms). Fix: "
                 "include only the device-side headers, e.g. <cub/block/block_reduce.cuh> or "
                 "<cub/warp/warp_reduce.cuh> in place of <cub/cub.cuh>, and no <thrust/...>.")
-    found = _NOT_FOUND.search(log)
+    found = re.search(_NOT_FOUND, log, re.M)
     if not found:
         return None
     includer, name = _header_name(found.group(1), search), found.group(2)

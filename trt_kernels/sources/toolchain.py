@@ -32,7 +32,7 @@ import functools
 import os
 import sys
 import threading
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 _LOCK = threading.Lock()
 _loaded_identity: Optional[str] = None  # set once NVRTC is loaded and its file differs from the prediction
@@ -71,14 +71,21 @@ def _dist_info(name: str) -> Optional[str]:
     (it indexes every ``sys.path`` entry and parses the metadata as e-mail headers), three questions
     per warm start; this is a ``stat`` per entry, a listing per site directory and, for the version,
     one header line."""
-    prefix = name.replace("-", "_").lower() + "-"
+    return _dist_infos().get(name.replace("-", "_").lower())
+
+
+@functools.lru_cache(maxsize=None)
+def _dist_infos() -> Dict[str, str]:
+    """``{normalized distribution name: its .dist-info directory}`` in the ``sys.path`` directories that hold an
+    ``nvidia/`` package, the first of each name (one pass for every question a warm start asks)."""
+    out: Dict[str, str] = {}
     for entry in sys.path:
         if not isinstance(entry, str) or not os.path.isdir(os.path.join(entry or ".", "nvidia")):
             continue
         for n in _listdir(entry):
-            if n.endswith(".dist-info") and n.lower().startswith(prefix):
-                return os.path.join(entry, n)
-    return None
+            if n.endswith(".dist-info") and "-" in n:
+                out.setdefault(n.split("-", 1)[0].lower(), os.path.join(entry, n))
+    return out
 
 
 def _dist_version(name: str) -> Optional[str]:
