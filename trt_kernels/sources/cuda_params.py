@@ -48,6 +48,9 @@ def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
 
 def _balanced(text: str, start: int) -> Optional[str]:
     """What lies between the parenthesis at ``start`` and its match."""
+    close = text.find(")", start)
+    if close >= 0 and text.find("(", start + 1, close) < 0:  # no parentheses inside (the common case)
+        return text[start + 1:close]
     depth = 0
     for i in range(start, len(text)):
         c = text[i]
@@ -101,6 +104,8 @@ def _without_comments(text: str) -> str:
 
 def _split(params: str) -> List[str]:
     """``params`` split at its top-level commas (not those inside <>, (), [] or {})."""
+    if not any(c in params for c in "<([{"):
+        return params.split(",")
     parts, depth, cur = [], 0, []
     for c in params:
         if c in _OPEN:

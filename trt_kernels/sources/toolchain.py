@@ -71,20 +71,22 @@ def _dist_info(name: str) -> Optional[str]:
     (it indexes every ``sys.path`` entry and parses the metadata as e-mail headers), three questions
     per warm start; this is a ``stat`` per entry, a listing per site directory and, for the version,
     one header line."""
-    return _dist_infos().get(name.replace("-", "_").lower())
+    found = _dist_infos().get(name.replace("-", "_").lower())
+    return os.path.join(*found) if found is not None else None
 
 
 @functools.lru_cache(maxsize=None)
-def _dist_infos() -> Dict[str, str]:
-    """``{normalized distribution name: its .dist-info directory}`` in the ``sys.path`` directories that hold an
-    ``nvidia/`` package, the first of each name (one pass for every question a warm start asks)."""
-    out: Dict[str, str] = {}
+def _dist_infos() -> Dict[str, Tuple[str, str]]:
+    """``{normalized distribution name: (sys.path entry, its .dist-info directory's name)}`` in the
+    ``sys.path`` directories that hold an ``nvidia/`` package, the first of each name (one pass for every
+    question a warm start asks)."""
+    out: Dict[str, Tuple[str, str]] = {}
     for entry in sys.path:
         if not isinstance(entry, str) or not os.path.isdir(os.path.join(entry or ".", "nvidia")):
             continue
         for n in _listdir(entry):
             if n.endswith(".dist-info") and "-" in n:
-                out.setdefault(n.split("-", 1)[0].lower(), os.path.join(entry, n))
+                out.setdefault(n.split("-", 1)[0].lower(), (entry, n))
     return out
 
 
