@@ -1,6 +1,7 @@
 """Kernel sources and spec builders shared by the CPU-tier tests."""
 
 import itertools
+import pathlib
 
 import torch
 
@@ -219,36 +220,19 @@ def saxpy_spec(**kw):
     return ttk.KernelSpec(**args)
 
 
-# an optimizer step that updates its parameters and moments in place, as training codebases write it
-ADAMW = r"""
-__device__ inline float lerp_to(float start, float end, float weight) { return fmaf(weight, end - start, start); }
-
-__global__ void adamw_step(float* params_memory, const float* grads_memory, float* m_memory, float* v_memory,
-                           long long num_parameters, float learning_rate, float beta1, float beta2,
-                           float beta1_correction, float beta2_correction, float eps, float weight_decay) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= num_parameters) return;
-    float grad = grads_memory[i];
-    float m = lerp_to(grad, m_memory[i], beta1);
-    float v = lerp_to(grad * grad, v_memory[i], beta2);
-    m_memory[i] = m;
-    v_memory[i] = v;
-    float m_hat = m / beta1_correction;
-    float v_hat = v / beta2_correction;
-    params_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * params_memory[i]);
-}
-"""
+# an optimizer step that updates its parameters and moments in place (the gallery's, as its author wrote it)
+ADAMW = (pathlib.Path(__file__).resolve().parents[1] / "examples" / "gallery" / "kernels" / "adamw_step.cu").read_text()
 
 
 def adamw_spec(**kw):
     f = lambda name: ttk.ScalarInput(name, float)  # noqa: E731
     args = dict(
-        kernel_source=ADAMW, kernel_name="adamw_step", arch_override="sm_90",
+        kernel_source=ADAMW, kernel_name="adamw_kernel", arch_override="sm_90",
         inputs=[ttk.InputDecl("params_memory", mutated=True), ttk.InputDecl("grads_memory"),
                 ttk.InputDecl("m_memory", mutated=True), ttk.InputDecl("v_memory", mutated=True),
                 f("learning_rate"), f("beta1"), f("beta2"), f("beta1_correction"), f("beta2_correction"), f("eps"),
                 f("weight_decay")],
-        outputs=[], extras=[ttk.SizeArg("num_parameters", ttk.Numel("params_memory"), "long long")],
+        outputs=[], extras=[ttk.SizeArg("num_parameters", ttk.Numel("params_memory"), "long")],
         geometry=ttk.Custom(grid=(ttk.cdiv(ttk.Numel("params_memory"), 256),), block=(256,)),
         checks=[ttk.SameShape("params_memory", "grads_memory", "m_memory", "v_memory")])
     args.update(kw)

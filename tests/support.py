@@ -33,8 +33,8 @@ def counting_compile_cache(root, monkeypatch):
 
 
 def load_example(name: str):
-    """Import examples/<name>.py once (it registers its ops on import)."""
-    mod_name = f"_ttk_example_{name}"
+    """Import examples/<name>.py once (``name`` may be a path below examples/, e.g. ``gallery/declare``)."""
+    mod_name = "_ttk_example_" + name.replace("/", "_")
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, ROOT / "examples" / f"{name}.py")

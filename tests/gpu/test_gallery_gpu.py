@@ -10,7 +10,6 @@ TensorRT another: each replay is compared with the eager launch of its own tacti
 shared memory included, which eager launches and TensorRT's AOT plugin leaves out. The script itself
 (python examples/gallery/declare.py) runs and reports every kernel within tolerance."""
 
-import importlib.util
 import subprocess
 import sys
 
@@ -18,25 +17,14 @@ import pytest
 import torch
 
 from kernels import unique
-from support import ROOT
+from support import ROOT, load_example
 from trt_kernels import registry
 from trt_kernels.testing import _standin as standin
 
 GALLERY_DIR = ROOT / "examples" / "gallery"
 
 
-def load_gallery():
-    """examples/gallery/declare.py, imported once from its path (it declares nothing on import)."""
-    name = "_ttk_gallery_declare"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, GALLERY_DIR / "declare.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-gallery = load_gallery()
+gallery = load_example("gallery/declare")
 TRITON_MISSING = gallery.triton_missing()
 no_standin = pytest.mark.skipif(standin.unavailable_reason() is not None,
                                 reason=f"NVIDIA tensorrt.plugin sources unavailable: {standin.unavailable_reason()}")

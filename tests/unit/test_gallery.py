@@ -8,7 +8,6 @@ plugin. The Triton kernels that compute their config per call or are autotuned a
 size selects and for what the AOT plugin offers, and their math runs under Triton's interpreter on CPU. The GPU
 tier (tests/gpu/test_gallery_gpu.py) launches them."""
 
-import importlib.util
 import inspect
 import json
 import os
@@ -22,7 +21,7 @@ import torch
 
 import trt_kernels as ttk
 from kernels import unique
-from support import ROOT
+from support import ROOT, load_example
 from trt_kernels import registry
 from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.sources.abi import ptx_params
@@ -33,18 +32,7 @@ ARCH = "sm_90"
 GALLERY_DIR = ROOT / "examples" / "gallery"
 
 
-def load_gallery():
-    """examples/gallery/declare.py, imported once from its path (it declares nothing on import)."""
-    name = "_ttk_gallery_declare"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, GALLERY_DIR / "declare.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-gallery = load_gallery()
+gallery = load_example("gallery/declare")
 TRITON_MISSING = gallery.triton_missing()
 
 

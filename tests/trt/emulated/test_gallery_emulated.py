@@ -9,32 +9,19 @@ plugin whose tactics are its configs within 48 KB of shared memory: the engine's
 eager launch of the same config, and each of them is forced in turn. Emulated is not TensorRT: see
 tests/trt/emulated/test_trt_emulated.py."""
 
-import importlib.util
-import sys
 
 import pytest
 import torch
 
 import emulated as emu
 from kernels import unique
-from support import ROOT
+from support import ROOT, load_example
 from trt_kernels import registry
 
 GALLERY_DIR = ROOT / "examples" / "gallery"
 
 
-def load_gallery():
-    """examples/gallery/declare.py, imported once from its path (it declares nothing on import)."""
-    name = "_ttk_gallery_declare"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, GALLERY_DIR / "declare.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-gallery = load_gallery()
+gallery = load_example("gallery/declare")
 TRITON_MISSING = gallery.triton_missing()
 NAMESPACE = "ttk_gallery_emu"
 
