@@ -1,0 +1,28 @@
+"""The gallery's kernels (examples/gallery) through the ONNX route into TensorRT-RTX's real builder, on the CPU:
+each exported model parses, the builder makes an engine holding our plugin, and the network's output shapes are
+the op's (rtx_gallery_child.py runs it; see test_rtx_builder.py for the child process)."""
+
+import json
+
+import pytest
+from test_rtx_builder import HERE, _child, missing
+
+pytestmark = pytest.mark.skipif(bool(missing), reason=f"{' and '.join(missing)} not installed "
+                                "(pip install 'trt-kernels[rtx]')")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rtx_gallery")
+    r = _child([str(HERE / "rtx_gallery_child.py"), "ttk_rtx_gallery"], tmp, timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, f"child exited {r.returncode}:\n{r.stderr[-4000:]}"
+    return json.loads(lines[-1][len("RESULT "):])["kernels"]
+
+
+def test_every_gallery_kernel_builds_into_a_real_engine(built):
+    assert len(built) >= 9
+    failed = {k: r.get("errors") for k, r in built.items() if not (r.get("parsed") and r.get("engine_bytes"))}
+    assert failed == {}, failed
+    for k, r in built.items():
+        assert r["outputs"] == r["expected_outputs"], (k, r["outputs"], r["expected_outputs"])
