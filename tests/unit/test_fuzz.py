@@ -18,7 +18,7 @@ from trt_kernels.expr import lift
 
 FIELDS = ("op_name", "spec", "kernel_source", "kernel_name", "inputs", "outputs", "extras", "geometry", "dtypes",
           "compile_options", "include_paths", "compile_std", "arch_override", "schema", "meta_fn", "eager_fn",
-          "type_params", "checks")
+          "type_params", "checks", "params")
 OURS = (ttk.SpecError, ttk.CompileError)
 SETTINGS = settings(max_examples=int(os.environ.get("TTK_FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -70,13 +70,16 @@ GEOMETRY = st.one_of(
 DTYPE = st.sampled_from([None, torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.float64,
                          torch.complex64, "float", "T", "W"])
 INPUT = st.one_of(
-    st.builds(ttk.InputDecl, NAMES, dtype=DTYPE, ndim=st.sampled_from([None, 0, 1, 2, -1, 1.5])),
+    st.builds(ttk.InputDecl, NAMES, dtype=DTYPE, ndim=st.sampled_from([None, 0, 1, 2, -1, 1.5]),
+              mutated=st.sampled_from([False, False, True, 1, None])),
     st.builds(ttk.ScalarInput, NAMES, st.sampled_from([float, int, bool, str, None, (int, 2), (float, 2), (int, 0),
                                                        (bool, 2), [int, 2], (int, "2"), (int, 65), (int,)]),
               default=st.sampled_from([None, None, 1, 1.5, True, (1, 2), [0.5, 2], (1, 2, 3), "x", 2**40,
                                        float("inf"), (1, 2**31)])),
     st.just("x"), st.none(),
 )
+SIZE_ARG = st.builds(ttk.SizeArg, st.one_of(NAMES, st.sampled_from(["n", "2n", "", None])), EXPR,
+                     st.sampled_from(["int", "size_t", "long long", "unsigned", "ulong", None, 4]))
 OPERAND = st.one_of(st.tuples(NAMES, SMALL_INT), st.tuples(NAMES), EXPR)
 CHECK = st.one_of(st.builds(lambda names: ttk.SameShape(*names), st.lists(NAMES, max_size=3)),
                   st.builds(lambda ops: ttk.SameDim(*ops), st.lists(OPERAND, max_size=3)), st.sampled_from(["x", 3]))
@@ -87,7 +90,9 @@ FIELD_VALUES = {  # per KernelSpec field: values to put there, valid and not
     "kernel_name": st.sampled_from(["k1", "k2", "k3", "k4", "bad", "nope", "k1<T>", "", None, "k6<T, W>", "k6<T>"]),
     "inputs": st.one_of(st.lists(INPUT, max_size=3), st.none(), INPUT),
     "outputs": st.one_of(st.lists(OUTPUT, max_size=2), st.none(), OUTPUT),
-    "extras": st.one_of(st.lists(EXPR, max_size=2), st.none(), EXPR),
+    "extras": st.one_of(st.lists(st.one_of(EXPR, SIZE_ARG), max_size=2), st.none(), EXPR, SIZE_ARG),
+    "params": st.one_of(st.none(), st.lists(st.one_of(NAMES, st.sampled_from(["n", "y", 3, None])), max_size=4),
+                        st.sampled_from(["x", ("x", "n", "y"), ["x", "x"]])),
     "geometry": GEOMETRY,
     "include_paths": st.sampled_from([None, [], ["/nonexistent"], "abc", [None]]),
     "compile_std": st.sampled_from(["c++17", "c++20", "c++99", None]),
