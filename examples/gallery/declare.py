@@ -749,6 +749,51 @@ def check_in_place(kernel: InPlaceKernel, op, args) -> Tuple[bool, float]:
     return ok, max_error(tuple(got), tuple(want))
 
 
+class OneOpModule(torch.nn.Module):
+    """One gallery op as a module, for torch.export, torch.compile and TensorRT: its scalar arguments are fixed
+    attributes, its tensors the module's inputs (each a named parameter of ``forward``: Torch-TensorRT maps its
+    inputs, and their dynamic shapes, to those names; :func:`one_op_module` picks the subclass)."""
+
+    def __init__(self, op, args):
+        super().__init__()
+        self.op = op
+        self.template = [None if isinstance(a, torch.Tensor) else a for a in args]
+
+    def arguments(self, tensors):
+        it = iter(tensors)
+        return [next(it) if a is None else a for a in self.template]
+
+    def call(self, tensors):
+        return self.op(*self.arguments(tensors))
+
+
+class _One1(OneOpModule):
+    def forward(self, t0):
+        return self.call((t0,))
+
+
+class _One2(OneOpModule):
+    def forward(self, t0, t1):
+        return self.call((t0, t1))
+
+
+class _One3(OneOpModule):
+    def forward(self, t0, t1, t2):
+        return self.call((t0, t1, t2))
+
+
+class _One4(OneOpModule):
+    def forward(self, t0, t1, t2, t3):
+        return self.call((t0, t1, t2, t3))
+
+
+def one_op_module(op, args) -> OneOpModule:
+    """``op`` called with ``args`` (its arguments in call order) as a module of its tensor arguments."""
+    n = sum(isinstance(a, torch.Tensor) for a in args)
+    return (_One1, _One2, _One3, _One4)[n - 1](op, args)
+
+
+
 def declare_all(arch: Optional[str] = None) -> Dict[str, Any]:
     """Declare every gallery kernel (the Triton ones where triton is installed) as ``gallery::<name>``."""
     skip = triton_missing()

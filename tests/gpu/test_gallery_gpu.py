@@ -90,19 +90,6 @@ def assert_bitwise(got, want):
         assert torch.equal(_bits(g), _bits(w)), (g - w).abs().max()
 
 
-class OneOp(torch.nn.Module):
-    """One gallery op; its scalar arguments are fixed attributes, its tensors the module's inputs."""
-
-    def __init__(self, op, args):
-        super().__init__()
-        self.op = op
-        self.template = [None if isinstance(a, torch.Tensor) else a for a in args]
-
-    def forward(self, *tensors):
-        it = iter(tensors)
-        return self.op(*[next(it) if a is None else a for a in self.template])
-
-
 def _tensors(args):
     return tuple(a for a in args if isinstance(a, torch.Tensor))
 
@@ -133,7 +120,7 @@ def _with_module_scalars(model, args):
 def test_torch_compile_fullgraph_is_bitwise_eager(kernel, dtype):
     _, op = op_of(kernel)
     torch._dynamo.reset()
-    model = OneOp(op, make_inputs(kernel, dtype, 1))
+    model = gallery.one_op_module(op, make_inputs(kernel, dtype, 1))
     compiled = torch.compile(model, fullgraph=True)
     for size in (37, 300, 5):  # a second size recompiles with a dynamic leading size (the fake impl on SymInts)
         args = _with_module_scalars(model, make_inputs(kernel, dtype, size))
@@ -146,7 +133,7 @@ def test_torch_compile_fullgraph_is_bitwise_eager(kernel, dtype):
 def test_torch_export_runs_the_op_bitwise_eager(kernel, dtype):
     name, op = op_of(kernel)
     args = make_inputs(kernel, dtype, 37)
-    model, tensors = OneOp(op, args), _tensors(args)
+    model, tensors = gallery.one_op_module(op, args), _tensors(args)
     ep = torch.export.export(model, tensors)
     assert any(name.replace("::", ".") in str(n.target) for n in ep.graph.nodes), ep.graph
     assert_bitwise(ep.module()(*tensors), op(*args))

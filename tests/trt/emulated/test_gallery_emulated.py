@@ -58,48 +58,6 @@ def make_inputs(kernel, dtype, size):
     return kernel.inputs("cuda", size, **kw)
 
 
-class _OneOp(torch.nn.Module):
-    """One gallery op; its scalar arguments are fixed attributes, its tensors the module's inputs (each a
-    named parameter of ``forward``: Torch-TensorRT maps its inputs, and their dynamic shapes, to those names)."""
-
-    def __init__(self, op, args):
-        super().__init__()
-        self.op = op
-        self.template = [None if isinstance(a, torch.Tensor) else a for a in args]
-
-    def arguments(self, tensors):
-        it = iter(tensors)
-        return [next(it) if a is None else a for a in self.template]
-
-    def call(self, tensors):
-        return self.op(*self.arguments(tensors))
-
-
-class _One1(_OneOp):
-    def forward(self, t0):
-        return self.call((t0,))
-
-
-class _One2(_OneOp):
-    def forward(self, t0, t1):
-        return self.call((t0, t1))
-
-
-class _One3(_OneOp):
-    def forward(self, t0, t1, t2):
-        return self.call((t0, t1, t2))
-
-
-class _One4(_OneOp):
-    def forward(self, t0, t1, t2, t3):
-        return self.call((t0, t1, t2, t3))
-
-
-def OneOp(op, args) -> _OneOp:  # noqa: N802 - reads as the module it makes
-    n = sum(isinstance(a, torch.Tensor) for a in args)
-    return (_One1, _One2, _One3, _One4)[n - 1](op, args)
-
-
 def _tensors(args):
     return tuple(a for a in args if isinstance(a, torch.Tensor))
 
@@ -163,7 +121,7 @@ def _one_layer(trt_model, name):
 def test_gallery_op_runs_inside_the_engine(tt, ops, kernel, dtype):
     name, op = op_of(ops, kernel)
     args = make_inputs(kernel, dtype, 37)
-    model, tensors = OneOp(op, args), _tensors(args)
+    model, tensors = gallery.one_op_module(op, args), _tensors(args)
     trt_model = emu.compile_trt(tt, model, tensors)
     layer = _one_layer(trt_model, name)
     kop = registry.get(name)
@@ -188,7 +146,7 @@ def test_gallery_op_with_a_dynamic_leading_size(tt, ops, which):
         pytest.skip(f"Triton kernel: {TRITON_MISSING}")
     name, op = op_of(ops, kernel)
     args = make_inputs(kernel, torch.float32, 8)
-    model, tensors = OneOp(op, args), _tensors(args)
+    model, tensors = gallery.one_op_module(op, args), _tensors(args)
     first, rest = tensors[0], tensors[1:]
     specs = [tt[1].Input(min_shape=(1, *first.shape[1:]), opt_shape=tuple(first.shape),
                          max_shape=(64, *first.shape[1:]), dtype=first.dtype)]
@@ -212,7 +170,7 @@ def test_autotuned_matmul_each_tactic_in_the_engine_with_a_dynamic_m(tt, ops, dt
     # the config over 48 KB of shared memory (tactic 4) is not offered to TensorRT; the others are, each runs
     assert kop.aot.aot and kop.aot.tactics == (1, 2, 3, 5), kop.aot.why
     a, b, bias = make_inputs(kernel, dtype, 37)
-    model = OneOp(op, (a, b, bias))
+    model = gallery.one_op_module(op, (a, b, bias))
     specs = [tt[1].Input(min_shape=(1, a.shape[1]), opt_shape=tuple(a.shape), max_shape=(300, a.shape[1]),
                          dtype=dtype),
              tt[1].Input(shape=tuple(b.shape), dtype=dtype), tt[1].Input(shape=tuple(bias.shape), dtype=dtype)]

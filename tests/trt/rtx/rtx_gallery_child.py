@@ -28,17 +28,6 @@ class Logger(trt.ILogger):
         pass
 
 
-class OneOp(torch.nn.Module):
-    def __init__(self, op, args):
-        super().__init__()
-        self.op = op
-        self.template = [None if isinstance(a, torch.Tensor) else a for a in args]
-
-    def forward(self, *tensors):
-        it = iter(tensors)
-        return self.op(*[next(it) if a is None else a for a in self.template])
-
-
 def main(ns):
     spec = importlib.util.spec_from_file_location("_ttk_rtx_gallery", ROOT / "examples" / "gallery" / "declare.py")
     gallery = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # (its dataclasses look it up)
@@ -56,7 +45,7 @@ def main(ns):
         tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
         r = {"aot": registry.get(name).aot.aot}
         try:
-            proto = export(OneOp(op, args).eval(), tensors)
+            proto = export(gallery.one_op_module(op, args).eval(), tensors)
         except Exception as e:  # noqa: BLE001 - reported per kernel
             r.update(exported=False, errors=[f"{type(e).__name__}: {e}"[:500]])
             out["kernels"][k.name] = r
