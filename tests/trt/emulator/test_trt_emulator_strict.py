@@ -10,7 +10,10 @@ f. set_tensor_address refuses an address that is not 256-byte aligned;
 g. an engine records TensorRT's version and the build device's compute capability, and another
    version or device is refused when deserializing, in TensorRT's words;
 h. custom tactics must be unique and positive, plugin outputs cannot be BOOL/UINT8, and dimension
-   expressions from another build are refused.
+   expressions from another build are refused;
+i. a plugin that aliases an output to an input fails the build unless the config enables
+   PreviewFeature.ALIASED_PLUGIN_IO_10_03 (then the pair shares one buffer), and a plugin that writes an
+   input it does not alias fails the enqueue.
 
 CPU tests; they also run on a GPU machine, where the build loads PTX through the driver. The
 ``gpu``-marked tests run engines."""
@@ -490,3 +493,105 @@ def test_expressions_from_another_build_are_refused(qdp):
     with qdp.symbolic() as b:
         with pytest.raises(ValueError, match="another IExprBuilder"):
             b.operation(qdp.trt.DimensionOperation.SUM, b.constant(1), qdp.native.IExprBuilder().constant(2))
+
+
+# ------------------------------------------------------------------------------------------------
+# i. aliased plugin I/O needs the preview feature; a plugin's other inputs are read-only
+
+
+@pytest.mark.parametrize("aot", [True, False], ids=["aot", "jit"])
+def test_aliased_io_without_the_preview_feature_fails_the_build(qdp, aot):
+    if aot:
+        pid = register(qdp.trtp, _ns(), desc=lambda x: x.aliased())
+        builder, net, cfg, layer = network(qdp, pid, (4, 8))
+    else:
+        builder, net, cfg, layer = _jit_network(qdp, _jit_writer(qdp, into="output"), aliased=True)
+    assert not cfg.get_preview_feature(qdp.trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03)  # off by default
+    before = len(qdp.log)
+    assert builder.build_serialized_network(net, cfg) is None
+    assert any(f"Aliased I/O used by plugin {layer.name} but PreviewFeature::kALIASED_PLUGIN_IO_10_03 not enabled"
+               in m for m in messages(qdp, before))
+    cfg.set_preview_feature(qdp.trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03, True)
+    plan = qdp.native._format.decode(builder.build_serialized_network(net, cfg))
+    assert plan["layers"][0]["aliased"] == {"0": 0}
+    assert plan["config"]["preview_features"] == ["ALIASED_PLUGIN_IO_10_03"]
+    with pytest.raises(TypeError, match="needs a tensorrt.PreviewFeature"):
+        cfg.set_preview_feature(1, True)
+
+
+def test_an_unaliased_plugin_builds_without_the_preview_feature(qdp):
+    pid = register(qdp.trtp, _ns())
+    builder, net, cfg, _ = network(qdp, pid, (4, 8))
+    plan = qdp.native._format.decode(builder.build_serialized_network(net, cfg))
+    assert plan["layers"][0]["aliased"] == {} and plan["config"]["preview_features"] == []
+
+
+def _jit_writer(qdp, into: str):
+    """A JIT impl that adds 1 to ``x`` into its output (``into="output"``) or, wrongly, into ``x`` itself."""
+    trtp = qdp.trtp
+
+    def register_impl(pid):
+        @trtp.impl(pid)
+        def _impl(x: trtp.Tensor, outputs: Tuple[trtp.Tensor], stream: int) -> None:
+            import torch
+
+            src = torch.as_tensor(x, device="cuda")
+            dst = torch.as_tensor(outputs[0], device="cuda")
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+                if into == "output":
+                    dst.copy_(src + 1)
+                else:
+                    src.add_(1)
+                    dst.copy_(src)
+    return register_impl
+
+
+def _jit_network(qdp, register_impl, aliased: bool):
+    trtp, ns = qdp.trtp, _ns()
+    pid = f"{ns}::j"
+
+    @trtp.register(pid)
+    def _desc(x: trtp.TensorDesc) -> trtp.TensorDesc:
+        return x.aliased() if aliased else x.like()
+
+    register_impl(pid)
+    return network(qdp, pid, (4, 8), aot=False)
+
+
+def _run(qdp, builder, net, cfg, x):
+    import torch
+
+    engine = qdp.trt.Runtime(qdp.trt.Logger()).deserialize_cuda_engine(builder.build_serialized_network(net, cfg))
+    ctx = engine.create_execution_context()
+    y = torch.full_like(x, float("nan"))
+    assert ctx.set_tensor_address("x", x.data_ptr()) and ctx.set_tensor_address("y", y.data_ptr())
+    before = len(qdp.log)
+    ok = ctx.execute_async_v3(torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    return ok, y, " ".join(messages(qdp, before))
+
+
+@pytest.mark.gpu
+def test_a_plugin_that_writes_its_input_fails_the_enqueue(qdp):
+    import torch
+
+    x = torch.randn(4, 8, device="cuda")
+    keep = x.clone()
+    ok, y, _ = _run(qdp, *_jit_network(qdp, _jit_writer(qdp, "output"), False)[:3], x)
+    assert ok and torch.equal(y, keep + 1) and torch.equal(x, keep)
+    ok, _, log = _run(qdp, *_jit_network(qdp, _jit_writer(qdp, "input"), False)[:3], x)
+    assert not ok and "wrote its input 0 ('x'), which is read-only" in log
+
+
+@pytest.mark.gpu
+def test_an_aliased_pair_shares_one_buffer(qdp):
+    import torch
+
+    x = torch.randn(4, 8, device="cuda")
+    keep = x.clone()
+    builder, net, cfg, _ = _jit_network(qdp, _jit_writer(qdp, "input"), True)
+    cfg.set_preview_feature(qdp.trt.PreviewFeature.ALIASED_PLUGIN_IO_10_03, True)
+    ok, y, log = _run(qdp, builder, net, cfg, x)
+    # the plugin wrote "its input", which is the output's buffer holding a copy of x: x itself is unchanged
+    assert ok, log
+    assert torch.equal(y, keep + 1) and torch.equal(x, keep)

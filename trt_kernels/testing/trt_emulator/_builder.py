@@ -39,6 +39,7 @@ from ._enums import (
     MemoryPoolType,
     PluginArgDataType,
     PluginCapabilityType,
+    PreviewFeature,
     ProfilingVerbosity,
     Severity,
     TensorFormat,
@@ -133,6 +134,7 @@ class IBuilderConfig(Strict):
         object.__setattr__(self, "_pools", {})
         object.__setattr__(self, "_profiles", [])
         object.__setattr__(self, "_timing_cache", None)
+        object.__setattr__(self, "_preview", set())
 
     def __getattr__(self, name):
         if name in _KNOBS:
@@ -163,6 +165,17 @@ class IBuilderConfig(Strict):
 
     def get_memory_pool_limit(self, pool) -> int:
         return self._pools.get(pool, 0)
+
+    # preview features (all off by default, as in TensorRT 10.15)
+    def set_preview_feature(self, feature, enable: bool) -> None:
+        if not isinstance(feature, PreviewFeature):
+            raise TypeError(f"set_preview_feature needs a tensorrt.PreviewFeature, got {feature!r}")
+        (self._preview.add if enable else self._preview.discard)(feature)
+
+    def get_preview_feature(self, feature) -> bool:
+        if not isinstance(feature, PreviewFeature):
+            raise TypeError(f"get_preview_feature needs a tensorrt.PreviewFeature, got {feature!r}")
+        return feature in self._preview
 
     # profiles
     def add_optimization_profile(self, profile: IOptimizationProfile) -> int:
@@ -324,6 +337,7 @@ class _Build:
         if bad:
             raise BuildError(f"plugin layer {layer.name!r}: {'; '.join(bad)}: plugin outputs cannot be "
                              "DataType.BOOL or DataType.UINT8 (IPluginV3OneBuild::getOutputDataTypes)")
+        aliased = self._aliased(layer, plg, n_in, len(out_types), in_types, out_types)
         in_exprs = [DimsExprs(self.exprs[id(t)]) for t in ins]
         out_exprs = [list(e) for e in plg.get_output_shapes(in_exprs, [], self.builder)]
         if len(out_exprs) != len(outs) or len(out_types) != len(outs):
@@ -411,7 +425,7 @@ class _Build:
         plg.set_tactic(tactic)
         rec = {"name": layer.name, "plugin": pid, "version": plg.plugin_version, "tactic": tactic,
                "tactics": tactics, "inputs": [t.name for t in ins], "outputs": [t.name for t in outs],
-               "types": [ty.name for ty, _ in chosen]}
+               "types": [ty.name for ty, _ in chosen], "aliased": aliased}
         live = {"layer": layer, "plugin": plg, "aot": aot, "combinations": combos, "chosen": combos.index(chosen),
                 "in_exprs": in_exprs, "out_exprs": out_exprs, "tactics": tactics, "tactic": tactic,
                 "io": io, "out_types": out_types, "skipped": skipped}
@@ -428,6 +442,35 @@ class _Build:
             live.update(fields=fields)
         self.records.append(live)
         return rec
+
+    def _aliased(self, layer, plg, n_in: int, n_out: int, in_types, out_types) -> Dict[str, int]:
+        """``{output index (as a str): input index}`` of the outputs the plugin aliases to an input
+        (IPluginV3OneBuildV2::getAliasedInput). TensorRT fails the build of a plugin that declares one unless
+        the config enables PreviewFeature::kALIASED_PLUGIN_IO_10_03 ("Aliased I/O used by plugin ... but
+        PreviewFeature::kALIASED_PLUGIN_IO_10_03 not enabled"); "a given plugin input can only be aliased to
+        a single plugin output"; the pair shares one buffer, so its dtypes must agree."""
+        query = getattr(plg, "get_aliased_input", None)
+        if query is None:
+            return {}
+        aliased: Dict[str, int] = {}
+        for i in range(n_out):
+            j = int(query(i))
+            if j == -1:
+                continue
+            if not 0 <= j < n_in:
+                raise BuildError(f"plugin layer {layer.name!r}: getAliasedInput({i}) returned {j}: valid values are "
+                                 f"-1 and 0..{n_in - 1}")
+            if j in aliased.values():
+                raise BuildError(f"plugin layer {layer.name!r}: input {j} is aliased to two outputs; a plugin input "
+                                 "can only be aliased to a single plugin output")
+            if in_types[j] != out_types[i]:
+                raise BuildError(f"plugin layer {layer.name!r}: output {i} ({out_types[i].name}) is aliased to input "
+                                 f"{j} ({in_types[j].name}); an aliased pair shares one buffer and one data type")
+            aliased[str(i)] = j
+        if aliased and not self.cfg.get_preview_feature(PreviewFeature.ALIASED_PLUGIN_IO_10_03):
+            raise BuildError(f"Aliased I/O used by plugin {layer.name} but PreviewFeature::kALIASED_PLUGIN_IO_10_03 "
+                             "not enabled (IBuilderConfig.set_preview_feature)")
+        return aliased
 
     def _expr_json(self, e, what: str) -> Any:
         if not isinstance(e, IDimensionExpr):
@@ -585,7 +628,8 @@ class _Build:
                 # flags by name: their values differ between TensorRT 10.15 and 11
                 "config": {"flags": [f.name for f in BuilderFlag if self.cfg.get_flag(f)],
                            "profiling_verbosity": self.cfg.profiling_verbosity.name,
-                           "pools": {k.name: v for k, v in self.cfg._pools.items()}}}
+                           "pools": {k.name: v for k, v in self.cfg._pools.items()},
+                           "preview_features": sorted(f.name for f in self.cfg._preview)}}
 
 
 def _numel(shape: Sequence[int]) -> int:

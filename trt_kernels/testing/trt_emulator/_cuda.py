@@ -171,6 +171,17 @@ def upload(dst: int, data: bytes, stream: int) -> None:
         synchronize(stream)  # ``data`` is a Python object: it must outlive the copy
 
 
+def download(src: int, nbytes: int, stream: int) -> bytes:
+    """``nbytes`` of device memory at ``src``, after the work queued on ``stream`` (into a buffer of its
+    own: never into a ``bytes`` object, which CPython may share)."""
+    if not (src and nbytes):
+        return b""
+    buf = (ctypes.c_char * int(nbytes))()
+    check(_cu().cuMemcpyDtoHAsync(ctypes.addressof(buf), int(src), int(nbytes), int(stream)), "cuMemcpyDtoHAsync")
+    synchronize(stream)
+    return bytes(buf)
+
+
 def new_stream() -> int:
     cu = _cu()
     return int(check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate"))

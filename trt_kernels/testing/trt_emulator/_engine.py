@@ -5,7 +5,11 @@ shapes and enqueues the work on ``stream``: an AOT plugin layer's PTX is JIT-loa
 driver (once per context) and launched as TensorRT launches AOT plugin kernels,
 ``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``; a JIT layer
 calls the plugin's ``enqueue`` (its ``@trtp.impl``); casts and copies run on the same stream.
-Intermediate tensors live in stream-ordered allocations freed at the end of the call.
+Intermediate tensors live in stream-ordered allocations freed at the end of the call. A plugin's
+inputs are read-only, as in TensorRT (which may share an input's buffer with other layers): after each
+plugin layer (inputs up to 64 MiB) the emulator checks they are unchanged and fails the call if not;
+an input the plugin aliases to an output (built with PreviewFeature.ALIASED_PLUGIN_IO_10_03) is
+copied into the output's buffer first and the plugin given that buffer for both.
 
 Failures are TensorRT's: ``deserialize_cuda_engine`` returns ``None`` and logs for a plan of another
 TensorRT version or built for a device of another compute capability; ``set_tensor_address``
@@ -16,7 +20,7 @@ Torch-TensorRT 2.11's Python runtime ignores both return values: its outputs the
 and only the log says why (tests of the emulated tier check the log for that).
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _cuda, _device, _version
 from ._dims import Dims, evaluate, expr_from_json, symbols_of
@@ -402,6 +406,14 @@ class IExecutionContext(Strict):
                 ptrs[out] = self._constants[out]
             return
         outs = [ptrs[n] for n in layer["outputs"]]
+        if kind in ("aot_plugin", "jit_plugin"):
+            # an aliased pair shares one buffer: TensorRT "may insert copies to facilitate this capability"
+            # (IPluginV3OneBuildV2::getAliasedInput); the emulator always does, so the plugin reads and
+            # writes the output's buffer and the input tensor stays as it was for its other readers
+            for o, j in layer.get("aliased", {}).items():
+                _cuda.copy(outs[int(o)], ins[j], nbytes[layer["inputs"][j]], stream)
+                ins[j] = outs[int(o)]
+            watched = self._read_only_inputs(layer, ins, nbytes, stream)
         if kind == "aot_plugin":
             if self._launches(layer, nbytes):
                 run_aot(e._kernels[i], layer["launch"], [a["expr"] for a in layer["extra_args"]], bindings, ins,
@@ -410,12 +422,32 @@ class IExecutionContext(Strict):
             types = [DataType[t] for t in layer["types"]]
             run_jit(e._plugins[i], [shapes[n] for n in layer["inputs"]], [shapes[n] for n in layer["outputs"]],
                     types, ins, outs, stream)
+        if kind in ("aot_plugin", "jit_plugin"):
+            for k, before in watched:
+                if _cuda.download(ins[k], len(before), stream) != before:
+                    raise RuntimeError(
+                        f"plugin layer {layer['name']!r} wrote its input {k} ({layer['inputs'][k]!r}), which is "
+                        "read-only: TensorRT may share that buffer with other layers and engine inputs; a plugin "
+                        "writes only its outputs, or an input aliased to an output (getAliasedInput, with "
+                        "PreviewFeature::kALIASED_PLUGIN_IO_10_03)")
         elif kind in ("cast", "identity"):
             src, dst = layer["inputs"][0], layer["outputs"][0]
             run_cast(ins[0], outs[0], _numel(shapes[src]), DataType[e._tensors[src]["dtype"]],
                      DataType[e._tensors[dst]["dtype"]], stream)
         else:
             raise ValueError(f"layer {layer['name']!r} of kind {kind!r} is not emulated")
+
+    #: the inputs of a plugin layer up to this many bytes in all are checked for writes after it runs
+    _READ_ONLY_CHECK_BYTES = 64 << 20
+
+    def _read_only_inputs(self, layer, ins, nbytes, stream) -> List[Tuple[int, bytes]]:
+        """``(input index, its bytes now)`` for each input of ``layer`` that is not aliased to an output (a
+        plugin must not write it), when they are small enough to compare after the layer runs."""
+        aliased = set(layer.get("aliased", {}).values())
+        idx = [k for k in range(len(ins)) if k not in aliased and nbytes[layer["inputs"][k]]]
+        if sum(nbytes[layer["inputs"][k]] for k in idx) > self._READ_ONLY_CHECK_BYTES:
+            return []
+        return [(k, _cuda.download(ins[k], nbytes[layer["inputs"][k]], stream)) for k in idx]
 
     def __del__(self):
         try:

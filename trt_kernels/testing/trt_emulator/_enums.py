@@ -149,6 +149,11 @@ else:
                           REFIT_IDENTICAL=19, WEIGHT_STREAMING=20, REFIT_INDIVIDUAL=22, STRICT_NANS=23,
                           MONITOR_MEMORY=24, EDITABLE_TIMING_CACHE=26, DISTRIBUTIVE_INDEPENDENCE=27)
 BuilderFlag = _make("BuilderFlag", _BUILDER_FLAGS, arithmetic=True)
+# NvInfer.h of 10.15: kPROFILE_SHARING_0806 (deprecated), kALIASED_PLUGIN_IO_10_03, kRUNTIME_ACTIVATION_RESIZE_10_10;
+# TensorRT 11's bindings no longer have the first (its values there are not known here: use the members by name)
+PreviewFeature = _make("PreviewFeature", dict(PROFILE_SHARING_0806=0, ALIASED_PLUGIN_IO_10_03=1,
+                                              RUNTIME_ACTIVATION_RESIZE_10_10=2) if _version.PROFILE == "10.15"
+                       else dict(ALIASED_PLUGIN_IO_10_03=1, RUNTIME_ACTIVATION_RESIZE_10_10=2))
 LayerType = _make("LayerType", dict(CAST=1, ELEMENTWISE=9, SHUFFLE=13, CONSTANT=19, IDENTITY=20, PLUGIN_V2=21,
                                     PLUGIN_V3=46))
 
@@ -158,7 +163,7 @@ ALL = {c.__name__: c for c in (
     PluginCapabilityType, PluginArgType, PluginArgDataType, NetworkDefinitionCreationFlag, SerializationFlag,
     ElementWiseOperation, ActivationType, UnaryOperation, InterpolationMode, SampleMode, MatrixOperation,
     TopKOperation, EngineCapability, DeviceType, ProfilingVerbosity, TilingOptimizationLevel, MemoryPoolType,
-    TensorIOMode, TensorLocation, HardwareCompatibilityLevel, BuilderFlag, LayerType)}
+    TensorIOMode, TensorLocation, HardwareCompatibilityLevel, BuilderFlag, PreviewFeature, LayerType)}
 
 #: bytes per element (``DataType.itemsize`` is added by NVIDIA's pure-Python ``__init__``)
 ITEMSIZE = {DataType.FLOAT: 4, DataType.HALF: 2, DataType.BF16: 2, DataType.INT8: 1, DataType.INT32: 4,
