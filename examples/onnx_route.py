@@ -5,21 +5,18 @@ package's IPluginV3One plugin, and its builder builds the engine. That works on 
 GPU (TensorRT-RTX builds on a CPU); running the engine needs a GPU TensorRT-RTX supports (RTX GPUs:
 compute capability 8.0, 8.6, 8.9, 12.x), where this script also checks it against the eager op.
 
-Needs `pip install 'trt-kernels[rtx]'`, and `libtensorrt_rtx.so` resolvable by that name before Python
-starts (the parser loads it so; the wheel ships `libtensorrt_rtx.so.1`):
-
-    mkdir -p ~/.local/lib/trt-rtx
-    libs="$(python -c 'import tensorrt_rtx_libs, os; print(os.path.dirname(tensorrt_rtx_libs.__file__))')"
-    ln -sf "$libs/libtensorrt_rtx.so.1" ~/.local/lib/trt-rtx/libtensorrt_rtx.so
-    LD_LIBRARY_PATH=~/.local/lib/trt-rtx python examples/onnx_route.py
-
-Without them it says what is missing and exits with status 1.
+Needs `pip install 'trt-kernels[rtx]'`; without it, it says what is missing and exits with status 1.
+(TensorRT-RTX's parser loads `libtensorrt_rtx.so` by that name, which its wheel does not ship:
+`v3one.parser_problem` makes the name resolve inside this process, see trt_kernels.plugins.rtx_lib.)
+The exported model lives in a temporary folder removed at the end.
 """
 
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
+import warnings
 
 import torch
 
@@ -58,11 +55,19 @@ def main() -> int:
         return 1
     from trt_kernels import onnx_export
 
+    # torch's ONNX exporter says it skips torchvision's ops when torchvision is not installed, and its
+    # pytree warns of a deprecation inside torch; neither concerns this model
+    logging.getLogger("torch.onnx._internal.exporter._registration").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+    with tempfile.TemporaryDirectory(prefix="onnx_route_") as tmp:
+        return build(onnx_export, os.path.join(tmp, "model.onnx"))
+
+
+def build(onnx_export, path: str) -> int:
     model = Model()
     x = torch.randn(8, 1000)
-    path = os.path.join(tempfile.mkdtemp(prefix="onnx_route_"), "model.onnx")
     proto = onnx_export.export(model, (x,), path, dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
-    print(f"exported {path}: nodes {[(n.domain, n.op_type) for n in proto.graph.node]}")
+    print(f"exported model.onnx: nodes {[(n.domain, n.op_type) for n in proto.graph.node]}")
 
     import tensorrt_rtx as trt  # or tensorrt
 

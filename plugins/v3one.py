@@ -27,9 +27,7 @@ package imported and :func:`register` called), unlike the AOT QDP plugin whose P
 here, but the classes are built against whichever ``tensorrt`` module is given.)
 """
 
-import ctypes
 import logging
-import os
 import threading
 import weakref
 from typing import Any, Dict, List, Optional
@@ -107,26 +105,21 @@ def parser_problem(trt) -> Optional[str]:
     """Why this TensorRT's ONNX parser would abort the process on a plugin node, or None.
 
     TensorRT-RTX 1.7's parser opens ``libtensorrt_rtx.so`` by that name to add a plugin layer; the
-    wheel ships ``libtensorrt_rtx.so.1`` only, and the failure ends in ``std::terminate``."""
+    wheel ships ``libtensorrt_rtx.so.1`` only, and the failure ends in ``std::terminate``. The name is
+    made to resolve in this process first (:mod:`trt_kernels.plugins.rtx_lib`); this says why not where
+    that fails."""
     if not getattr(trt, "__name__", "").startswith("tensorrt_rtx"):
         return None
-    try:
-        ctypes.CDLL("libtensorrt_rtx.so")
-        return None
-    except OSError:
-        pass
-    libs = None
-    try:
-        import tensorrt_rtx_libs
+    from trt_kernels.plugins.rtx_lib import make_resolvable, rtx_library
 
-        libs = os.path.dirname(tensorrt_rtx_libs.__file__)
-    except ImportError:
-        pass
-    where = f"{libs}/libtensorrt_rtx.so.1" if libs else "libtensorrt_rtx.so.1 (tensorrt_rtx_libs)"
+    why = make_resolvable()
+    if why is None:
+        return None
+    lib = rtx_library() or "libtensorrt_rtx.so.1 (tensorrt_rtx_libs)"
     return ("TensorRT-RTX's ONNX parser loads 'libtensorrt_rtx.so' by that name to add a plugin layer, and it "
-            "cannot be found (the tensorrt-rtx-cu13-libs wheel ships libtensorrt_rtx.so.1 only); parsing a plugin "
-            "node would abort the process. Fix: before starting Python, make the name resolve, e.g. "
-            f"mkdir -p ~/.trt_rtx_lib && ln -sf {where} ~/.trt_rtx_lib/libtensorrt_rtx.so && "
+            f"cannot be made to resolve in this process ({why}); parsing a plugin node would abort the process. "
+            "Fix: before starting Python, make the name resolve, e.g. "
+            f"mkdir -p ~/.trt_rtx_lib && ln -sf {lib} ~/.trt_rtx_lib/libtensorrt_rtx.so && "
             "export LD_LIBRARY_PATH=~/.trt_rtx_lib:$LD_LIBRARY_PATH")
 
 

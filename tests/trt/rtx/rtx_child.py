@@ -1,5 +1,5 @@
 """Run in a child process by test_rtx_builder.py (TensorRT-RTX's parser aborts the process it runs in
-when libtensorrt_rtx.so does not resolve, so the parent sets LD_LIBRARY_PATH for it first).
+when libtensorrt_rtx.so does not resolve; the package makes it resolve, and a child keeps a failure apart).
 
 usage: rtx_child.py NAMESPACE  -> one JSON line "RESULT {...}" on stdout: per case, what the parser and
 the builder did with the exported model, what our plugin was asked, and what deserializing said."""
