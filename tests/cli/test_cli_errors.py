@@ -81,6 +81,24 @@ def test_status_still_reports_a_good_target(tmp_path, capsys):
     assert f"{ns}::dbl" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("cmd", [["status"], ["inspect"], ["compile", "--arch", "sm_90"]])
+def test_a_file_importing_a_sibling_module_loads_as_python_runs_it(tmp_path, capsys, cmd):
+    """``python ops.py`` puts the file's folder first on sys.path; so do the commands taking a file, and they
+    leave sys.path as it was."""
+    ns = f"ttk_clisib{os.getpid()}_{cmd[0]}"
+    mod = f"ttk_sibling_{cmd[0]}"
+    (tmp_path / f"{mod}.py").write_text(textwrap.dedent(ONE_OP.format(ns=ns)))
+    user = tmp_path / "ops_using_sibling.py"
+    user.write_text(f"import {mod}  # noqa: F401  (declares {ns}::dbl)\n")
+    path_before = list(sys.path)
+    try:
+        assert main([*cmd, str(user)]) == 0, capsys.readouterr().err
+        assert f"{ns}::dbl" in capsys.readouterr().out
+        assert sys.path == path_before
+    finally:
+        sys.modules.pop(mod, None)
+
+
 # ---------------- 2: --json prints one document, errors included ----------------
 
 

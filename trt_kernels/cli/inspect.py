@@ -8,6 +8,7 @@ cache entry, and what the TensorRT side makes of the op. Needs no GPU: the PTX i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import runpy
@@ -30,6 +31,18 @@ def _traceback_fix(target: str, is_file: bool) -> str:
     return f"Fix: correct the declaration (`{how}` shows the full traceback)"
 
 
+@contextlib.contextmanager
+def _script_dir_first(path: str):
+    """While it runs, the file's folder first on ``sys.path``, as ``python path`` has it (so its sibling
+    modules import); ``sys.path`` is restored after."""
+    saved = list(sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
 def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compile: bool = True):
     """Import a module name or run a ``.py`` file; return the KernelOps it declared (in order).
 
@@ -38,8 +51,6 @@ def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compil
     compile nothing while declaring (inspect and compile build each op themselves, for the archs
     asked, and report its errors); ``status`` compiles as a plain import would.
     """
-    import contextlib
-
     from trt_kernels import registry
 
     before = {id(k) for k in registry.all_ops()}
@@ -49,7 +60,8 @@ def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compil
             if is_file:
                 if not os.path.isfile(target):
                     raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
-                runpy.run_path(target, run_name=run_name)
+                with _script_dir_first(target):
+                    runpy.run_path(target, run_name=run_name)
             else:
                 __import__(target)
     except TargetError:
