@@ -160,21 +160,22 @@ def run_qdp_build(cases, namespace: str) -> List[Result]:
     from trt_kernels.testing import standin
 
     out: List[Result] = []
-    for c in cases:
-        def check(c=c):
-            kop = registry.get(c.op_name(namespace))
-            tensors, scalars = _meta_inputs(c)
-            want = [(tuple(t.shape), t.dtype) for t in sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars))]
-            attrs = {d.name: v for d, v in zip(kop.sig.scalar_decls, scalars)}
-            inputs = [(TENSOR_TYPES[t.dtype].trt, tuple(t.shape)) for t in tensors]
-            with standin() as env:
+    # one stand-in for every case: NVIDIA's tensorrt.plugin warns that it is experimental each time it is imported
+    with standin() as env:
+        for c in cases:
+            def check(c=c):
+                kop = registry.get(c.op_name(namespace))
+                tensors, scalars = _meta_inputs(c)
+                want = [(tuple(t.shape), t.dtype) for t in sc.as_tuple(sc.op(c, namespace)(*tensors, *scalars))]
+                attrs = {d.name: v for d, v in zip(kop.sig.scalar_decls, scalars)}
+                inputs = [(TENSOR_TYPES[t.dtype].trt, tuple(t.shape)) for t in tensors]
                 # without a GPU or TRT_KERNELS_ARCH the AOT impl embeds PTX for CHECK_ARCH, as the compile tier builds
                 register_plugin(kop, env.trt, env.trtp, arch=kop.known_arch() or CHECK_ARCH)
                 res = env.build(kop.op_name, inputs=inputs, attrs=attrs, aot=kop.aot.aot)
                 got = [(tuple(s), torch_dtype(env.trt, d)) for s, d in zip(res.output_shapes, res.output_dtypes)]
-            return None if got == want else f"the built layer's outputs are {got}, the fake impl's {want}"
+                return None if got == want else f"the built layer's outputs are {got}, the fake impl's {want}"
 
-        out.append(_timed(check, c.name, "qdp_build"))
+            out.append(_timed(check, c.name, "qdp_build"))
     return out
 
 
