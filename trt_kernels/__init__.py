@@ -6,41 +6,38 @@ quickly-deployable plugin whose ahead-of-time impl embeds the same
 NVRTC-compiled PTX, and a Torch-TensorRT converter.
 """
 
-from trt_kernels.api import cuda_kernel_op, ptx_op, triton_kernel_op, unregister
-from trt_kernels.errors import (
-    CompileError,
-    InputError,
-    KernelABIError,
-    LaunchError,
-    NoCudaDeviceError,
-    PtxVersionError,
-    SpecError,
-)
-from trt_kernels.expr import DimSize, Numel, Scalar, cdiv, maximum, minimum, next_power_of_2
-from trt_kernels.spec import (
-    Custom,
-    Elementwise,
-    InputDecl,
-    KernelSpec,
-    OutputDecl,
-    ReduceDims,
-    Reduction,
-    SameAs,
-    SameDim,
-    SameShape,
-    ScalarInput,
-    SizeArg,
-)
-
 __version__ = "0.1.0"
+
+# The public names, each imported from its module when first used (PEP 562): ``import trt_kernels`` itself
+# imports nothing heavy, so ``trt-kernels --help``, ``--version`` and ``cache`` answer without importing torch;
+# the first declaration (``ttk.cuda_kernel_op``) imports torch and brings up the TensorRT side.
+_EXPORTS = {
+    "trt_kernels.api": ("cuda_kernel_op", "ptx_op", "triton_kernel_op", "unregister"),
+    "trt_kernels.errors": ("CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
+                           "PtxVersionError", "SpecError"),
+    "trt_kernels.expr": ("DimSize", "Numel", "Scalar", "cdiv", "maximum", "minimum", "next_power_of_2"),
+    "trt_kernels.spec": ("Custom", "Elementwise", "InputDecl", "KernelSpec", "OutputDecl", "ReduceDims", "Reduction",
+                         "SameAs", "SameDim", "SameShape", "ScalarInput", "SizeArg"),
+    # the module imports without triton; triton is imported when an op is declared
+    "trt_kernels.sources.triton_source": ("TritonConfig",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
 def __getattr__(name):
-    if name == "TritonConfig":  # the module imports without triton; triton is imported when an op is declared
-        from trt_kernels.sources.triton_source import TritonConfig
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")
+    import importlib
 
-        return TritonConfig
-    raise AttributeError(f"module 'trt_kernels' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups find it directly
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",

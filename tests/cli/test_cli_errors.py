@@ -256,3 +256,48 @@ def test_help_is_plain_text(capsys, cmd):
     # a description under the usage, not only the usage and the options
     blocks = [x.strip() for x in out.split("\n\n") if x.strip()]
     assert not blocks[1].startswith(("positional arguments", "options")), out
+
+
+def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
+    """A fresh process: ``--help``, ``--version`` and ``cache path|clear`` never import torch, and ``--help``
+    returns in well under a second (0.3 s here, measured as the process's own time from start to exit)."""
+    code = textwrap.dedent("""
+        import sys, time
+        t0 = time.perf_counter()
+        from trt_kernels.cli import main
+        for argv in (["--help"], ["--version"], ["cache", "path"], ["cache", "clear"]):
+            try:
+                main(argv)
+            except SystemExit as e:
+                assert e.code in (0, None), (argv, e.code)
+            if argv == ["--help"]:
+                print("HELP_SECONDS", time.perf_counter() - t0, file=sys.stderr)
+        print("TORCH", "torch" in sys.modules, file=sys.stderr)
+    """)
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = dict(ln.split(" ", 1) for ln in r.stderr.splitlines() if ln.startswith(("HELP_SECONDS", "TORCH")))
+    assert lines["TORCH"] == "False", r.stderr
+    assert float(lines["HELP_SECONDS"]) < 0.3, lines
+
+
+@pytest.mark.parametrize("argv, says", [(["cache"], "the following arguments are required: action"),
+                                        (["cache", "wipe"], "invalid choice: 'wipe'"),
+                                        (["stat"], "invalid choice: 'stat'"),
+                                        (["doctor", "--jsn"], "unrecognized arguments: --jsn")])
+def test_usage_mistakes_are_one_error_line_and_exit_status_1(capsys, argv, says):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert says in line and "Fix: see `trt-kernels" in line, line
+
+
+def test_status_json_is_one_document(tmp_path, capsys):
+    path, ns = _write(tmp_path, ONE_OP)
+    assert main(["status", path, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "trt-kernels.status/1" and doc["ok"] is True
+    assert f"{ns}::dbl" in [row["op"] for row in doc["ops"]] and "available" in doc["tensorrt"]
+    _json_error(capsys, ["status", str(tmp_path / "missing.py"), "--json"], "trt-kernels.status/1")

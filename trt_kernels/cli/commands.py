@@ -49,16 +49,29 @@ def _info() -> int:
     return 0
 
 
-def _status(paths) -> int:
-    from trt_kernels.cli.inspect import TargetError, load_target
-    from trt_kernels.status import format_status
+STATUS_SCHEMA = "trt-kernels.status/1"
+
+
+def _status(paths, as_json: bool = False) -> int:
+    from trt_kernels.cli.inspect import TargetError, load_target, report_error
 
     for p in paths:
         try:  # declarations compile as a plain import would: status reports what they built
             load_target(p, run_name="trt_kernels_status", defer_compile=False)
         except TargetError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
+            return report_error(str(e), as_json, STATUS_SCHEMA)
+    if as_json:
+        import json
+
+        from trt_kernels.cache_store import trust
+        from trt_kernels.status import status, trt_state
+
+        trt = trt_state()
+        print(json.dumps({"schema": STATUS_SCHEMA, "ok": True, "tensorrt": trt, "cache": trust(), "ops": status(trt)},
+                         indent=2))
+        return 0
+    from trt_kernels.status import format_status
+
     print(format_status())
     return 0
 
@@ -174,6 +187,14 @@ def _command(name: str):
     return module
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes as every other failure of the command: one ``error: ... Fix: ...`` line on stderr and
+    exit status 1 (argparse's own is the usage and status 2)."""
+
+    def error(self, message: str):
+        self.exit(1, f"error: {self.prog}: {message}. Fix: see `{self.prog} --help`\n")
+
+
 class _Subcommands:
     """``add_subparsers()``'s result, whose parsers also show their one-line help as the description."""
 
@@ -185,12 +206,13 @@ class _Subcommands:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="trt-kernels", description=_plain(__doc__))
+    parser = _Parser(prog="trt-kernels", description=_plain(__doc__))
     parser.add_argument("--version", action=_Version, help="print the version (and torch's, cuda-bindings') and exit")
     sub = _Subcommands(parser.add_subparsers(dest="cmd", required=True))
     sub.add_parser("info", help="versions, GPU, compile arch, header and cache locations")
     st = sub.add_parser("status", help="import modules or run .py files that declare ops, then report each op")
     st.add_argument("paths", nargs="*", metavar="MODULE_OR_FILE", help="module names or .py files")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
     ca = sub.add_parser("cache", help="show or clear the compile cache")
     ca.add_argument("action", choices=["path", "clear"])
     _add_commands(sub)
@@ -200,5 +222,5 @@ def main(argv=None) -> int:
     if args.cmd == "info":
         return _info()
     if args.cmd == "status":
-        return _status(args.paths)
+        return _status(args.paths, args.json)
     return _cache(args.action)
