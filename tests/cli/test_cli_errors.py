@@ -169,6 +169,7 @@ def test_inspect_rank_for_an_unknown_name_is_an_error(tmp_path, capsys):
     cap = capsys.readouterr()
     line = _one_error_line(cap.err)
     assert "--rank" in line and "'y'" in line and "'x'" in line and "Fix:" in line, line
+    assert "[" not in line, line  # names as words, not a Python list
     assert cap.out == ""
     assert main(["inspect", path, "--arch", "sm_90", "--rank", "x=3"]) == 0
     assert "at ranks x=3" in capsys.readouterr().out

@@ -296,6 +296,27 @@ def test_doctor_runs_and_its_exit_status_follows_the_checks(capsys):
     assert "check" in out and "NVRTC" in out and "doctor:" in out
 
 
+def _paren_depth(text: str) -> int:
+    """How deep non-empty parentheses nest in ``text`` (a call's ``()`` does not count)."""
+    depth = most = 0
+    for ch in text.replace("()", ""):
+        depth += (ch == "(") - (ch == ")")
+        most = max(most, depth)
+    return most
+
+
+def test_doctor_lines_read_as_sentences(facts):
+    """Each fix is one command to run (not two run together), and no detail nests parentheses."""
+    for tensorrt_side in ({"available": "no", "reason": "tensorrt is not installed (pip install 'trt-kernels[x]')"},
+                          facts.get("tensorrt_side") or {}):
+        f = copy.deepcopy(facts)
+        f["tensorrt_side"] = tensorrt_side
+        f["include_dirs"] = f["include_dirs"] or [{"path": "/x", "from": "test", "cuda_fp16.h": True}]
+        for c in doctor.assess(f):
+            assert c["fix"].count("pip install") <= 1, c
+            assert _paren_depth(c["detail"]) <= 1 and _paren_depth(c["fix"]) <= 1, c
+
+
 def test_doctor_nvrtc_newer_than_driver_is_an_error_with_the_fix(facts):
     f = copy.deepcopy(facts)
     f["nvrtc"], f["driver"], f["ptx_load"] = [13, 5], [13, 0], None

@@ -105,8 +105,8 @@ def gather() -> Dict[str, Any]:
     except Exception:  # noqa: BLE001
         pass
     for d in include_dirs():
-        src = "pip nvidia-cuda-runtime (cuda.pathfinder)" if pip_dir and os.path.samefile(d, pip_dir) \
-            else "CUDA toolkit ($CUDA_HOME, $CUDA_PATH or /usr/local/cuda)"
+        src = "pip nvidia-cuda-runtime, found by cuda.pathfinder" if pip_dir and os.path.samefile(d, pip_dir) \
+            else "the CUDA toolkit: $CUDA_HOME, $CUDA_PATH or /usr/local/cuda"
         f["include_dirs"].append({"path": d, "from": src,
                                   "cuda_fp16.h": os.path.isfile(os.path.join(d, "cuda_fp16.h"))})
     # probe compile, then (with a GPU) load its PTX and CUBIN
@@ -324,7 +324,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     from trt_kernels.plugins import pairing_problem, pairings_text
 
     torch_mm = ".".join(str(f.get("torch", "")).split("+")[0].split(".")[:2])
-    pair_fix = f"pip install 'torch-tensorrt=={torch_mm}.*' (it pins the TensorRT it was built for; {pairings_text()})"
+    pairs = f"it pins the TensorRT it was built for; {pairings_text()}"
+    pair_fix = f"pip install 'torch-tensorrt=={torch_mm}.*' ({pairs})"
     if side.get("available") == "yes":
         problem = pairing_problem(str(trt_v or ""), str(ttrt_v or ""))
         add("TensorRT", "warn" if problem else "ok", f"tensorrt {trt_v}, torch_tensorrt {ttrt_v}: QDP plugins usable"
@@ -335,8 +336,8 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         add("TensorRT", "note", f"tensorrt {trt_v or 'not installed'}"
             + (f" (bindings wheel {bind} without the native libraries)" if bind and not trt_v else "")
             + f", torch_tensorrt {ttrt_v or 'not installed'}: "
-            f"ops stay eager-only ({side.get('reason') or side.get('available')})",
-            "pip install 'trt-kernels[tensorrt]' " + pair_fix)
+            f"ops stay eager-only; {side.get('reason') or side.get('available')}",
+            f"pip install 'trt-kernels[tensorrt]' 'torch-tensorrt=={torch_mm}.*' (torch-tensorrt: {pairs})")
     st = f.get("standin")
     add("AOT/JIT replay tier", "ok" if st is None and gpus else "note",
         "can run (NVIDIA's tensorrt.plugin over the emulator)" if st is None and gpus else

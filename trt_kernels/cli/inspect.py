@@ -186,8 +186,10 @@ def check_ranks(ranks: Dict[str, int], kops, scope: str) -> None:
     names = list(dict.fromkeys(n for k in kops for n in k.sig.tensor_names))
     unknown = [n for n in ranks if n not in names]
     if unknown:
-        raise TargetError(f"--rank names {unknown}, which {'is' if len(unknown) == 1 else 'are'} not a tensor input "
-                          f"of {scope} (tensor inputs: {names}). Fix: --rank NAME=N with NAME one of those")
+        said = ", ".join(repr(n) for n in unknown)
+        known = ", ".join(repr(n) for n in names) or "none"
+        raise TargetError(f"--rank names {said}, which {'is' if len(unknown) == 1 else 'are'} not a tensor input "
+                          f"of {scope} (its tensor inputs: {known}). Fix: --rank NAME=N with NAME one of those")
 
 
 # ---------------- one op ----------------
