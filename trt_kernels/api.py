@@ -46,9 +46,11 @@ def cuda_kernel_op(
     plugin with a Torch-TensorRT converter).
 
     The spec is validated before anything compiles or registers (:class:`SpecError` names the
-    op, the field and the fix). When a GPU arch is known (a visible GPU,
-    ``spec.arch_override`` or ``TRT_KERNELS_ARCH``), the kernel is compiled now and its
-    parameter list is checked against the spec; otherwise compiling waits for the first launch.
+    op, the field and the fix). Then the kernel is compiled (or found in the cache) and its
+    parameter list checked against the spec, for the compile arch: ``spec.arch_override``, else
+    ``TRT_KERNELS_ARCH``, else the visible GPU's, else sm_90 on a machine without a GPU (one rule,
+    :func:`trt_kernels.sources.nvrtc.compile_arch`). Launching on a GPU of another arch compiles
+    for that arch at the first launch.
 
     Overrides: ``meta_fn`` replaces the derived fake impl (``spec.outputs`` may then be omitted,
     in which case ``eager_fn`` is required); ``eager_fn`` replaces the derived CUDA launch

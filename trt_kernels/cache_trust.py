@@ -1,9 +1,9 @@
 """Who may write the disk cache: the rule that decides whether this process trusts what it finds there.
 
 Everything in the cache is executed: PTX and CUBIN are launched on the GPU, and shared objects (the
-compiled launcher, the native kernel, the TensorRT-RTX name stub) are loaded into the process. Their names follow from public
-facts (the source, the ABI, the platform), so a cache that another local user can write lets them run
-code as you. This module holds the rule, as OpenSSH's ``StrictModes`` holds it for key files:
+compiled launcher, the native kernel, the TensorRT-RTX name stub) are loaded into the process. Their
+names follow from public facts (the source, the ABI, the platform), so a cache that another local user
+can write lets them run code as you. This module holds the rule, as OpenSSH's ``StrictModes`` holds it for key files:
 
 - every directory **above** the cache root is owned by you or root, and writable by group or others
   only with the sticky bit (as ``/tmp`` is);

@@ -56,7 +56,9 @@ def format_status() -> str:
     if trt.get("notes"):
         lines.append(f"    note: {trt['notes']}")
     from trt_kernels.cache_store import trust
+    from trt_kernels.sources.nvrtc import compile_arch
 
+    lines.append("compile arch: {} ({})".format(*compile_arch()))
     tr = trust()
     if tr["cache"] is None:
         lines.append("compile cache: off (TRT_KERNELS_CACHE=0)")

@@ -411,7 +411,7 @@ def test_compile_text_in_a_fresh_process_reads_the_cache(runs):
     out = _ok(runs.r["compile_again"], "compile (text, second run)")
     cache = runs.cache("compile")
     assert _files(cache) == runs.compile_cache_after_first, "the second run rewrote or added cache files"
-    assert f"{runs.path}: 1 op x 1 arch ({ARCH}) into {cache}" in out
+    assert f"{runs.path}: 1 op x 1 arch ({ARCH}, from --arch) into {cache}" in out
     (line,) = [ln for ln in out.splitlines() if ln.strip().startswith(runs.op)]
     assert f" {ARCH} " in line
     if runs.source == "ptx":  # documented: a ptx_op has nothing to compile

@@ -241,11 +241,18 @@ def test_compile_text_lists_what_it_wrote(tmp_path):
     assert "[" not in r.stderr  # no progress bar when stderr is not a terminal
 
 
-def test_compile_refuses_without_arch_or_cache(tmp_path):
+def test_compile_without_arch_takes_the_compile_arch_and_says_so_and_refuses_without_a_cache(tmp_path):
     path, _ = _write(tmp_path, SEED_FILE)
     r = _cli(["compile", str(path)], _env(tmp_path))
-    if not HAS_CUDA:
-        assert r.returncode == 1 and "Fix: --arch sm_90" in r.stderr
+    assert r.returncode == 0, r.stderr
+    if not HAS_CUDA:  # the one rule's default, said as info says it
+        assert "(sm_90, from the default: no GPU visible and TRT_KERNELS_ARCH unset)" in r.stdout, r.stdout
+        info = _cli(["info"], _env(tmp_path))
+        assert "compile arch  sm_90 (the default: no GPU visible and TRT_KERNELS_ARCH unset)" in info.stdout
+        status = _cli(["status", str(path)], _env(tmp_path))
+        assert "compile arch: sm_90 (the default: no GPU visible and TRT_KERNELS_ARCH unset)" in status.stdout
+    r = _cli(["compile", str(path)], _env(tmp_path, TRT_KERNELS_ARCH="sm_80"))
+    assert r.returncode == 0 and "(sm_80, from TRT_KERNELS_ARCH)" in r.stdout, r.stdout + r.stderr
     r = _cli(["compile", str(path), "--arch", "sm_90"], _env(tmp_path, TRT_KERNELS_CACHE="0"))
     assert r.returncode == 1 and "cache is disabled" in r.stderr
 

@@ -13,7 +13,7 @@ def _info() -> int:
     from trt_kernels import __version__
     from trt_kernels.cache_store import cache_dir
     from trt_kernels.eager.driver import driver_version
-    from trt_kernels.sources.nvrtc import default_arch, include_dirs, nvrtc_version
+    from trt_kernels.sources.nvrtc import compile_arch, include_dirs, nvrtc_version
 
     try:
         import cuda.bindings as cb
@@ -37,7 +37,8 @@ def _info() -> int:
     print(f"CUDA driver   {'.'.join(map(str, drv)) if drv else 'none'}")
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none visible"
     print(f"GPU           {gpu}")
-    print(f"compile arch  {default_arch() or 'none (set TRT_KERNELS_ARCH, e.g. sm_90)'}")
+    arch, origin = compile_arch()
+    print(f"compile arch  {arch} ({origin})")
     print(f"headers       {', '.join(include_dirs()) or 'not found'}")
     print(f"cache         {cache_dir() or 'disabled (TRT_KERNELS_CACHE=0)'}")
     if drv and nvrtc[0].isdigit():
@@ -64,11 +65,13 @@ def _status(paths, as_json: bool = False) -> int:
         import json
 
         from trt_kernels.cache_store import trust
+        from trt_kernels.sources.nvrtc import compile_arch
         from trt_kernels.status import status, trt_state
 
         trt = trt_state()
-        print(json.dumps({"schema": STATUS_SCHEMA, "ok": True, "tensorrt": trt, "cache": trust(), "ops": status(trt)},
-                         indent=2))
+        arch, origin = compile_arch()
+        print(json.dumps({"schema": STATUS_SCHEMA, "ok": True, "tensorrt": trt, "compile_arch": arch,
+                          "compile_arch_from": origin, "cache": trust(), "ops": status(trt)}, indent=2))
         return 0
     from trt_kernels.status import format_status
 

@@ -77,7 +77,7 @@ def _normalizes(arch) -> bool:
 def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
     from trt_kernels.cache_store import cache_dir
     from trt_kernels.cli.inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
-    from trt_kernels.sources.nvrtc import default_arch, normalize_arch
+    from trt_kernels.sources.nvrtc import compile_arch, normalize_arch
 
     given = bool(archs)
     try:
@@ -93,14 +93,12 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
             raise TargetError(f"the cache {cdir} is not private to you ({tr['problem']}), so no process would read "
                               f"what is compiled into it. Fix: {tr['fix']}")
         try:
-            archs = [normalize_arch(a) for a in archs] or ([default_arch()] if default_arch() else [])
+            archs = [normalize_arch(a) for a in archs] or [compile_arch()[0]]
         except ValueError as e:
             bad = next((a for a in archs if not _normalizes(a)), "")
             raise TargetError(arch_problem(arch_origin(given), bad, str(e))) from None
-        if not archs:
-            raise TargetError("no arch to compile for: no GPU is visible and TRT_KERNELS_ARCH is unset. "
-                              "Fix: --arch sm_90 (repeat --arch for more)")
         archs = list(dict.fromkeys(archs))
+        origin = "--arch" if given else compile_arch()[1]
         t0 = time.perf_counter()
         kops = load_target(target)
         import_s = time.perf_counter() - t0
@@ -125,7 +123,8 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     tools = sorted({r["toolchain"].split()[0] for r in rows if r.get("compiled")})
     by_tool = {t: sum(1 for r in rows if r.get("compiled") and r["toolchain"].startswith(t + " ")) for t in tools}
     if as_json:
-        print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "cache_dir": str(cdir),
+        print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "arch_from": origin,
+                          "cache_dir": str(cdir),
                           "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
                           "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
                           "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed),
@@ -133,7 +132,7 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
                          indent=2))
         return 1 if failed else 0
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"
-          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}) into {cdir}")
+          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}, from {origin}) into {cdir}")
     w = max([len(r["op"]) for r in rows] + [2])
     print(f"  {'op':<{w}}  {'arch':<7} {'ms':>8}  {'result':<32} entry")
     for r in rows:

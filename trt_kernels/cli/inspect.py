@@ -104,27 +104,23 @@ def gather_or_report(command: str, gather: Callable[[], Any], as_json: bool, sch
 
 
 def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
-    """(arch to compile for, a note when it was a guess)."""
-    from trt_kernels.sources.nvrtc import default_arch, normalize_arch
+    """(arch to compile for, a note when it is the default): the one rule, :func:`compile_arch`."""
+    from trt_kernels.sources.nvrtc import DEFAULT_ARCH, compile_arch
 
-    if arch:
-        return normalize_arch(arch), None
-    found = default_arch()
-    if found:
-        return found, None
-    return FALLBACK_ARCH, (f"no GPU visible and TRT_KERNELS_ARCH unset: compiled for {FALLBACK_ARCH} to read the "
-                           "PTX (pass --arch to choose)")
+    chosen, origin = compile_arch(arch)
+    if origin.startswith("the default") and chosen == DEFAULT_ARCH:
+        return chosen, f"compiled for {chosen}, {origin} (pass --arch to choose)"
+    return chosen, None
 
 
 def arch_origin(given: bool) -> str:
-    """Where the arch came from, for messages: ``--arch``, ``TRT_KERNELS_ARCH``, the GPU or the fallback."""
+    """Where the arch came from, for messages: ``--arch``, ``TRT_KERNELS_ARCH``, the visible GPU or the
+    default (:func:`compile_arch`)."""
     if given:
         return "--arch"
-    if os.environ.get("TRT_KERNELS_ARCH"):
-        return "TRT_KERNELS_ARCH"
-    import torch
+    from trt_kernels.sources.nvrtc import compile_arch
 
-    return "the GPU's arch" if torch.cuda.is_available() else "the fallback arch"
+    return compile_arch()[1]
 
 
 def arch_problem(origin: str, arch: str, problem: str, example: str = FALLBACK_ARCH) -> str:

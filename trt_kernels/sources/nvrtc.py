@@ -153,6 +153,26 @@ def env_arch() -> Optional[str]:
     return normalize_arch(env) if env else None
 
 
+#: The compile arch where none is given, no GPU is visible and ``TRT_KERNELS_ARCH`` is unset (a CPU machine):
+#: the kernel is compiled for it to check its parameters and fill the cache; launching needs the GPU's arch.
+DEFAULT_ARCH = "sm_90"
+
+
+def compile_arch(given: Optional[str] = None) -> Tuple[str, str]:
+    """The one rule for the arch to compile for, and where it came from (said the same way by declaring,
+    ``info``, ``status``, ``inspect`` and ``compile``): ``given`` (``--arch``, ``arch_override``), else
+    ``TRT_KERNELS_ARCH``, else the visible GPU's arch, else :data:`DEFAULT_ARCH`."""
+    if given:
+        return normalize_arch(given), "given"
+    env = env_arch()
+    if env:
+        return env, "TRT_KERNELS_ARCH"
+    found = default_arch()
+    if found:
+        return found, "the visible GPU"
+    return DEFAULT_ARCH, "the default: no GPU visible and TRT_KERNELS_ARCH unset"
+
+
 def default_arch() -> Optional[str]:
     """``TRT_KERNELS_ARCH`` if set, else the current CUDA device's arch, else None."""
     env = env_arch()
