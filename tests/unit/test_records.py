@@ -1,8 +1,8 @@
 """The package's records behave as the dataclasses they replace (``trt_kernels._record``).
 
 Each record writes its ``__init__`` by hand so that defining it generates no code at import; here
-every record of every module ``import trt_kernels`` loads (and of the plan, launch and launcher modules,
-which a first call loads) is compared with what ``@dataclass``
+every record of every module ``import trt_kernels`` and its public names load (and of the plan, launch and
+launcher modules, which a first call loads) is compared with what ``@dataclass``
 makes of the same fields: the constructor's parameters (names, order, defaults, annotations),
 field values, fresh default factories, ``repr``, equality, hashing, immutability,
 ``dataclasses.replace`` and copying. ``tests/unit/test_startup.py`` checks, in a fresh
@@ -21,8 +21,11 @@ import pytest
 from trt_kernels import _record
 from trt_kernels._record import FACTORY, Frozen, Record
 
-# what a fresh `import trt_kernels` loads, and the modules a first call loads (the plan, the launch, the launcher)
-_LIST = "import sys, trt_kernels; print(' '.join(m for m in sys.modules if m.startswith('trt_kernels')))"
+# what a fresh `import trt_kernels` loads with its public names (imported when first used: the API's modules; not
+# TritonConfig, whose Triton modules load only for Triton ops), and
+# the modules a first call loads (the plan, the launch, the launcher)
+_LIST = ("import sys, trt_kernels; [getattr(trt_kernels, n) for n in trt_kernels.__all__ if n != 'TritonConfig']; "
+         "print(' '.join(m for m in sys.modules if m.startswith('trt_kernels')))")
 _LOADED = subprocess.run([sys.executable, "-c", _LIST], capture_output=True, text=True, check=True).stdout.split()
 MODULES = sorted(set(_LOADED) | {"trt_kernels.plan", "trt_kernels.eager.driver", "trt_kernels.eager.compiled_launcher"})
 
