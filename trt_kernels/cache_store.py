@@ -5,7 +5,8 @@ NVRTC programs, :mod:`trt_kernels.sources.triton_compile` for Triton kernels) th
 a program and back, both through :func:`pack_payload` / :func:`unpack_payload`. Every entry on
 disk is framed by the store as::
 
-    magic (6 bytes: b"TRTKC\\0" NVRTC, b"TRTKT\\0" Triton) + SHA-256 of the payload (32 bytes) + payload
+    magic (6 bytes: b"TRTKC\\0" NVRTC, b"TRTKT\\0" Triton, b"TRTKA\\0" autotune record) + SHA-256 of the
+    payload (32 bytes) + payload
 
 and :func:`read_entry` hands a codec nothing whose magic and digest do not match, so a flipped
 bit anywhere in an entry (its header included) means a recompile, never a trusted entry.
@@ -15,6 +16,7 @@ Where the cache lives: ``$TRT_KERNELS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/trt
 
     <cache>/<program key: 64 hex>/<arch>.bin    NVRTC programs (trt_kernels.sources.nvrtc)
     <cache>/triton/<Triton's hash: 64 hex>.bin  Triton kernels (trt_kernels.sources.triton_compile)
+    <cache>/autotune/<64 hex>.bin               an eager @triton.autotune choice (trt_kernels.eager.cuda_kernel)
     <cache>/launcher/<64 hex><EXT_SUFFIX>       the compiled eager launcher (trt_kernels.eager.compiled_launcher)
     <entry>.<random>.tmp                        a write in progress (temporary file + os.replace)
 
@@ -54,6 +56,7 @@ _LOG = logging.getLogger("trt_kernels")
 
 NVRTC_MAGIC = b"TRTKC\x00"
 TRITON_MAGIC = b"TRTKT\x00"
+AUTOTUNE_MAGIC = b"TRTKA\x00"  # a config index with the identity it was timed for: data, checked before use
 #: An entry larger than this is not read (a cache entry is a few KiB to a few MiB).
 MAX_ENTRY_BYTES = 256 << 20
 #: A temporary file older than this (seconds) is a write that died; it is removed.
@@ -591,9 +594,10 @@ def clear(root: Path) -> ClearReport:
 
     Ours: ``<64 hex>/sm_XY.bin`` entries starting with the NVRTC magic, ``triton/<64 hex>.bin``
     entries starting with the Triton magic, ``<64 hex>.bin`` at the top starting with the NVRTC
-    magic (format 1), and temporary files ``*.bin.<random>.tmp`` next to them; all regular files,
+    magic (format 1), ``autotune/<64 hex>.bin`` records starting with the autotune magic, and temporary
+    files ``*.bin.<random>.tmp`` next to them; all regular files,
     whatever the format version after the magic; ``launcher/<64 hex><EXT_SUFFIX>`` shared objects
-    (ELF) and their temporary files. A program-key directory (and ``triton/``, ``launcher/``) is
+    (ELF) and their temporary files. A program-key directory (and ``triton/``, ``launcher/``, ``autotune/``) is
     removed when that leaves it empty. Only what you own is ours: a file or directory of another
     user, whatever its name, is kept (and counted as ``foreign``). Everything else, symbolic links
     included (never followed), is left untouched and counted in the report; ``root`` itself stays.
@@ -611,8 +615,9 @@ def clear(root: Path) -> ClearReport:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
         ours = st.st_uid == cache_trust.me()
-        if is_dir and ours and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher")):
+        if is_dir and ours and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher", "autotune")):
             pattern, magic, tmp = {"triton": (_KEY_BIN, TRITON_MAGIC, _TMP),
+                                   "autotune": (_KEY_BIN, AUTOTUNE_MAGIC, _TMP),
                                    "launcher": (_LAUNCHER_SO, ELF_MAGIC, _LAUNCHER_TMP)}.get(
                 e.name, (_ARCH_BIN, NVRTC_MAGIC, _TMP))
             try:

@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXTRA_VAR = "TTK_EXTRA_TRITON"
 # the CPU tests that compile Triton kernels (declarations, PTX/CUBIN, cache, ABI, plans, export, the QDP
 # stand-in) and the command line on a Triton op (inspect, compile, status, doctor)
-PER_VERSION_TESTS = ["tests/unit/test_triton_cpu.py", "tests/cli/test_cli_per_source.py"]
+PER_VERSION_TESTS = ["tests/unit/test_triton_cpu.py", "tests/unit/test_triton_autotune_hooks.py",
+                     "tests/cli/test_cli_per_source.py"]
 
 
 def _extra_versions():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -65,15 +65,30 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     return impl
 
 
+#: op name -> {autotune key: the tactic chosen (0-based)}: this process's choices (the disk keeps them too)
+_CHOICES: Dict[str, Dict[Tuple, int]] = {}
+
+
+def forget_tuning(op_name: Optional[str] = None) -> None:
+    """Forget this process's autotune choices (of ``op_name``, or of every op): the next call per key reads the
+    choice from the disk cache, or times the configs again where there is none."""
+    for name, chosen in list(_CHOICES.items()):
+        if op_name is None or name == op_name:
+            chosen.clear()
+
+
 def _varying_impl(kop: KernelOp, shell=None):
     """The eager CUDA kernel of an op whose calls compute their launch config: each call's config selects a
     variant (compiled once, cached like any kernel), launched by that variant's own eager kernel; where
-    ``@triton.autotune`` gives several, the first call per autotune key times them and keeps the fastest."""
+    ``@triton.autotune`` gives several, the first call per autotune key picks one (:func:`_choose`) and keeps it
+    (in memory, and on disk). Without ``@triton.autotune`` the first config launches (``tactics=`` are TensorRT's)."""
     from trt_kernels.eager.dispatcher import retarget
 
     impls: Dict[int, Any] = {}  # id of a variant KernelOp -> its eager kernel
     chosen: Dict[Tuple, int] = {}  # autotune key -> tactic (0-based)
-    lock = threading.Lock()
+    _CHOICES[kop.op_name] = chosen
+    lock, tuning_lock = threading.Lock(), threading.Lock()
+    tuned = kop.source.tuning is not None  # (a varying source's protocol: call_configs, tune_key, tuning, ...)
 
     def launcher(v: KernelOp):
         f = impls.get(id(v))
@@ -85,12 +100,15 @@ def _varying_impl(kop: KernelOp, shell=None):
     def impl(*args):
         full = kop.with_defaults(tuple(args))
         variants = kop.call_variants(full)
-        if len(variants) == 1:
+        if len(variants) == 1 or not tuned:
             return launcher(variants[0])(*full)
         key = kop.tune_key(full)
         best = chosen.get(key)
         if best is None:
-            best = chosen.setdefault(key, _tune([launcher(v) for v in variants], full))
+            with tuning_lock:  # one tuning per key: a second thread waits for the choice
+                best = chosen.get(key)
+                if best is None:
+                    best = chosen[key] = _choose(kop, variants, full, key, launcher)
         return launcher(variants[best])(*full)
 
     impl.__name__ = f"{kop.name}_cuda"
@@ -100,22 +118,138 @@ def _varying_impl(kop: KernelOp, shell=None):
     return impl
 
 
-def _tune(launchers: Sequence[Any], args: Tuple, reps: int = 10) -> int:
-    """The index of the fastest launcher at ``args`` (CUDA events on the current stream, after a warm-up
-    launch each: Triton's autotuner's measure, the median of ``reps`` launches)."""
+def _choose(kop: KernelOp, variants: Sequence[KernelOp], args: Tuple, key: Tuple, launcher, event=None) -> int:
+    """The tactic (0-based) a ``@triton.autotune`` op launches for autotune ``key``, as Triton's ``Autotuner.run``
+    picks it at the first call per key: the configs ``prune_configs_by`` leaves (one left: that one, untimed);
+    else the choice recorded on disk for this kernel, key and GPU; else the fastest by :func:`_tune`, with the
+    autotuner's hooks (``reset_to_zero``, ``restore_value``, its ``pre_hook``/``post_hook``) around each timed
+    launch and its reset after timing, recorded on disk. ``launcher(variant)``: the variant's eager kernel."""
+    kinds = kop.sig.arg_kinds
+    tensors = [a for a, k in zip(args, kinds) if k == "tensor"]
+    scalars = [a for a, k in zip(args, kinds) if k == "scalar"]
+    call = kop.source.tuning_call(tensors, scalars, [v.source.configs[0] for v in variants])
+    cands = list(call.candidates)
+    if len(cands) == 1:
+        return cands[0]
+    device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
+    record = tuning_record(kop, key, device, len(variants), cands)
+    best = read_choice(record) if record is not None else None
+    if best is not None:
+        return best
+    times = _tune([launcher(variants[i]) for i in cands], args, before=lambda j: call.before(cands[j]),
+                  after=lambda j, exc: call.after(cands[j], exc), event=event)
+    best = cands[min(range(len(times)), key=times.__getitem__)]
+    call.reset_only(best)
+    if record is not None:
+        write_choice(record, best, times)
+    return best
+
+
+def _tune(launchers: Sequence[Any], args: Tuple, reps: int = 10, before=None, after=None, event=None) -> List[float]:
+    """The time (ms) of each launcher at ``args``: the median of ``reps`` launches after one warm-up launch, each
+    measured by CUDA events on the current stream (``event()`` makes one), as Triton's autotuner measures.
+    ``before(i)`` and ``after(i, exception)`` run around every launch of launcher ``i`` (warm-up included, and
+    ``after`` also when the launch raised), outside the timed span."""
+    if event is None:
+        def event():
+            return torch.cuda.Event(enable_timing=True)
     times = []
-    for f in launchers:
-        f(*args)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i, f in enumerate(launchers):
+        start, end = event(), event()
         samples = []
-        for _ in range(reps):
-            start.record()
-            f(*args)
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end))
+        for rep in range(reps + 1):
+            if before is not None:
+                before(i)
+            try:
+                if rep:
+                    start.record()
+                f(*args)
+                if rep:
+                    end.record()
+            except BaseException as e:
+                if after is not None:
+                    after(i, e)
+                raise
+            if after is not None:
+                after(i, None)
+            if rep:
+                end.synchronize()
+                samples.append(start.elapsed_time(end))
         times.append(sorted(samples)[len(samples) // 2])
-    return min(range(len(times)), key=times.__getitem__)
+    return times
+
+
+# ----- the autotune choice on disk (data, never code: an index, checked before it is used) -----
+
+_RECORD_FORMAT = 1
+
+
+def tuning_record(kop: KernelOp, key: Tuple, device: torch.device, n_configs: int, candidates: Sequence[int]
+                  ) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """``(file name, identity)`` of the disk record of one tuning: what the record must say to be used (the op,
+    its kernel source's key (source, configs, options, Triton version), the autotune key, the GPU's name and
+    compute capability, the number of configs and those timed); None where the key holds something other than
+    plain values (a record keyed by it could not be matched in another process)."""
+    import hashlib
+    import json
+
+    if any(not isinstance(k, (bool, int, float, str, type(None))) for k in key):
+        return None
+    source = kop.source
+    ident = {"format": _RECORD_FORMAT, "op": kop.op_name, "source": source.key(),
+             "configs_text": hashlib.sha256(source.config_text().encode()).hexdigest(), "key": list(key),
+             "device": _device_label(device), "configs": int(n_configs), "candidates": [int(c) for c in candidates]}
+    text = json.dumps(ident, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest() + ".bin", json.loads(text)
+
+
+def _device_label(device: torch.device) -> str:
+    if device.type != "cuda":
+        return str(device)
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    major, minor = torch.cuda.get_device_capability(idx)
+    return f"{torch.cuda.get_device_name(idx)} sm_{major}{minor}"
+
+
+def read_choice(record: Tuple[str, Dict[str, Any]]) -> Optional[int]:
+    """The tactic a disk record holds for ``record`` (:func:`tuning_record`), from your cache, else the shared
+    read-only one; None where there is none, or the one there does not say exactly ``record``'s identity or
+    holds a choice outside the configs timed (then the configs are timed again and the record rewritten)."""
+    from trt_kernels import cache_store
+
+    name, ident = record
+    for root, owner in cache_store.read_roots():
+        got = cache_store.read_entry(root / "autotune" / name, cache_store.AUTOTUNE_MAGIC,
+                                     lambda payload: _decode_choice(payload, ident), root=(root, owner))
+        if got is not None:
+            return got
+    return None
+
+
+def _decode_choice(payload: bytes, ident: Dict[str, Any]) -> int:
+    from trt_kernels import cache_store
+
+    header, _ = cache_store.unpack_payload(payload)
+    for k, v in ident.items():
+        if header.get(k) != v:
+            raise ValueError(f"an autotune record for another {k} ({header.get(k)!r}, not {v!r})")
+    choice = header.get("choice")
+    if type(choice) is not int or choice not in ident["candidates"] or not 0 <= choice < ident["configs"]:
+        raise ValueError(f"an autotune record whose choice {choice!r} is not one of the configs timed "
+                         f"{ident['candidates']}")
+    return choice
+
+
+def write_choice(record: Tuple[str, Dict[str, Any]], choice: int, times: Sequence[float]) -> None:
+    """Record ``choice`` for ``record`` in your cache (atomically; nothing where the cache is off)."""
+    from trt_kernels import cache_store
+
+    root = cache_store.cache_root()
+    if root is None:
+        return
+    name, ident = record
+    header = dict(ident, choice=int(choice), times_ms=[float(t) for t in times])
+    cache_store.write_entry(root / "autotune" / name, cache_store.AUTOTUNE_MAGIC, cache_store.pack_payload(header))
 
 
 def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:

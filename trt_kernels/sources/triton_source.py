@@ -8,7 +8,10 @@ inputs, outputs, extras) and one signature. What Triton adds, and where it goes:
   the signature has one launch per tactic; dynamic shared memory is what Triton reports
   (``metadata.shared``), known once built (``shared_mem_from_build``, ``aot_from_build``).
 - tactics: each :class:`TritonConfig` (constexprs, ``num_warps``, ``num_stages``) compiles to its
-  own kernel; TensorRT times them (tactic ``k`` is config ``k - 1``), eager uses the first.
+  own kernel; TensorRT times them (tactic ``k`` is config ``k - 1``), eager uses the first, or, for the
+  configs of ``@triton.autotune``, times them at the first call per key as Triton does (:class:`AutotuneOptions`:
+  ``prune_configs_by``, ``reset_to_zero``, ``restore_value``, the autotuner's hooks; the eager side is
+  :func:`trt_kernels.eager.cuda_kernel._choose`).
 - hidden parameters: Triton appends scratch pointers to the kernel's parameters
   (:mod:`trt_kernels.sources.triton_compile`); a :class:`~trt_kernels.sources.kernel_source.KernelImage` lists
   them in ``scratch`` (the launches pass NULL, or a per-launch buffer where the size is not 0),
@@ -25,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels import dtypes as _dt
+from trt_kernels._record import Frozen, plain_record
 from trt_kernels.dtypes import SCALAR_TYPES, SIZE_TYPES, TENSOR_TYPES
 from trt_kernels.errors import KernelABIError, SpecError
 from trt_kernels.expr import Expr
@@ -174,13 +178,35 @@ class TritonSource(KernelSource):
         """What ``@triton.autotune`` keys its choice on: the values of its ``key`` arguments, and the dtype of
         every tensor argument (as Triton's Autotuner does)."""
         args = self.rule.named_args(self, tensors, scalars)
-        return tuple(args[k] for k in self.rule.tune_key if k in args) + tuple(str(t.dtype) for t in tensors)
+        return tuple(args[k] for k in self.rule.tune_key or () if k in args) + tuple(str(t.dtype) for t in tensors)
 
     def variant(self, cfg: TritonConfig) -> Tuple[Signature, "TritonSource"]:
         """The signature and source of one concrete config: what a call that computed ``cfg`` launches."""
         sig = self.rule.signature(cfg)
         return sig, TritonSource(sig, self.fn, [cfg], self.constexpr_names, self.constexpr_defaults, self.options,
                                  self.arch_override)
+
+    # ----- @triton.autotune at an eager call -----
+    @property
+    def tuning(self) -> Optional["AutotuneOptions"]:
+        """The autotuner's options where the kernel came with ``@triton.autotune`` (eager times its configs), else
+        None (eager launches the first config; ``tactics=`` are TensorRT's to time)."""
+        return self.rule.tuning if self.rule is not None else None
+
+    def tuning_call(self, tensors: Sequence[Any], scalars: Sequence[Any], configs: Sequence[TritonConfig]
+                    ) -> "TuningCall":
+        """One tuning (the first call per autotune key): the arguments as Triton's autotuner names them, the
+        configs left after ``prune_configs_by``, and the hooks around each timed launch. ``configs``: the
+        concrete config of each tactic at this call (:meth:`call_configs`)."""
+        rule = self.rule
+        named = rule.named_args(self, tensors, scalars)
+        # Triton's **kwargs of a launch: the constexprs the caller passes by keyword (here the declaration's
+        # constexprs, fixed or computed from the sizes), not those the autotuner's configs or heuristics set
+        tuned = {n for c in rule.tuning.configs for n in dict(getattr(c, "kwargs", None) or {})}
+        first = rule.config(self.configs[0], self, tensors, scalars)
+        kwargs = {n: v for n, v in first.constexprs.items()
+                  if n not in tuned and n not in rule.heuristics and n not in named}
+        return TuningCall(rule.tuning, self.op_name, named, kwargs, configs)
 
 
 def config_key(cfg: TritonConfig) -> Tuple:
@@ -202,6 +228,7 @@ class LaunchRule:
     tune_key: Optional[Tuple[str, ...]]
     signature: Callable[[TritonConfig], Signature]  # the signature of a concrete config (its grid and block)
     sized_text: Mapping[str, str] = field(default_factory=dict)  # each sized constexpr as the user wrote it
+    tuning: Optional["AutotuneOptions"] = None  # the rest of @triton.autotune (pruning, reset/restore, hooks)
 
     @property
     def per_call(self) -> bool:
@@ -259,8 +286,271 @@ class LaunchRule:
         parts += ["num_warps from the constexprs"] * bool(self.num_warps)
         parts += ["num_stages from the constexprs"] * bool(self.num_stages)
         if self.tune_key is not None:
-            parts.append(f"@triton.autotune over the tactics, key {list(self.tune_key)}")
+            parts.append(f"@triton.autotune over the tactics, key {list(self.tune_key)}"
+                         + (self.tuning.describe() if self.tuning is not None else ""))
         return "per call: " + ", ".join(parts)
+
+
+# ---------------- @triton.autotune's options, at eager tuning ----------------
+
+
+@plain_record
+class AutotuneOptions(Frozen):
+    """What ``@triton.autotune`` asks of a tuning besides its configs and ``key``, run as Triton runs it
+    (``triton/runtime/autotuner.py``; read in Triton 3.3 to 3.9, the same there unless said):
+
+    - ``prune_configs_by``: at the first call per key, before timing, ``early_config_prune(configs, named_args,
+      **kwargs)`` keeps some of the configs (the autotuner's ``triton.Config`` objects, as written), then, where
+      a ``perf_model`` is given, ``perf_model(**named_args, **kwargs, **config.all_kwargs())`` ranks them and the
+      ``top_k`` first are kept (``Autotuner.prune_configs``). Where one config is left, it is used untimed
+      (Triton 3.9's ``Autotuner.run``; earlier versions timed it alone, which chose it too).
+    - ``reset_to_zero``: these tensors are zeroed before each timed launch, and once more after timing, before
+      the chosen config's launch of that first call (``Autotuner.__init__``'s default ``pre_hook``, and
+      ``pre_hook(..., reset_only=True)`` in ``run``'s ``benchmark``). Later calls, and a call whose choice comes
+      from memory or disk, launch without a reset: the caller passes them zeroed, as Triton's caller does.
+    - ``restore_value``: these tensors are copied before each timed launch and copied back after it (its default
+      ``pre_hook`` / ``post_hook``), so the timing leaves them as the caller passed them and the call's own launch
+      updates them once.
+    - ``pre_hook`` / ``post_hook`` of the autotuner: run instead of those defaults around each timed launch, with
+      the arguments by name (``post_hook`` also gets ``exception=``), and ``pre_hook(args, reset_only=True)`` after
+      timing. They run only while tuning, as in Triton; TensorRT times its tactics on buffers of its own.
+
+    Both name the kernel's parameters; here they must be inputs declared ``mutated=True`` (the declaration checks).
+    """
+
+    configs: Tuple[Any, ...]  # the autotuner's triton.Config objects, as the author wrote them
+    reset_to_zero: Tuple[str, ...] = ()
+    restore_value: Tuple[str, ...] = ()
+    early_config_prune: Optional[Callable[..., Any]] = None
+    perf_model: Optional[Callable[..., Any]] = None
+    top_k: Any = 1.0
+    pre_hook: Optional[Callable[..., Any]] = None  # the author's, replacing the reset/restore default (as in Triton)
+    post_hook: Optional[Callable[..., Any]] = None
+    outputs: Tuple[str, ...] = ()  # the kernel's output parameters (for messages: no hook sees them)
+
+    def __init__(self, configs: Tuple[Any, ...], reset_to_zero: Tuple[str, ...] = (),
+                 restore_value: Tuple[str, ...] = (), early_config_prune: Optional[Callable[..., Any]] = None,
+                 perf_model: Optional[Callable[..., Any]] = None, top_k: Any = 1.0,
+                 pre_hook: Optional[Callable[..., Any]] = None, post_hook: Optional[Callable[..., Any]] = None,
+                 outputs: Tuple[str, ...] = ()) -> None:
+        self.__dict__.update(configs=tuple(configs), reset_to_zero=tuple(reset_to_zero),
+                             restore_value=tuple(restore_value), early_config_prune=early_config_prune,
+                             perf_model=perf_model, top_k=top_k, pre_hook=pre_hook, post_hook=post_hook,
+                             outputs=tuple(outputs))
+
+    def prune(self, op: str, named: Dict[str, Any], kwargs: Dict[str, Any]) -> List[int]:
+        """The indices of the configs to time at a call (all of them without ``prune_configs_by``)."""
+        keep = list(range(len(self.configs)))
+        if self.early_config_prune is not None:
+            got = _call_user(op, "prune_configs_by['early_config_prune']", self.early_config_prune, set(named) | set(
+                kwargs), self.outputs, list(self.configs), dict(named), **kwargs)
+            keep = self._indices(op, got)
+        if self.perf_model is not None:
+            k = self.top_k
+            if isinstance(k, float) and k <= 1.0:
+                k = max(1, int(len(keep) * k))  # Triton 3.9 keeps at least one (3.6 could keep none, then failed)
+            if len(keep) > k:
+                est = {i: self._estimate(op, named, kwargs, self.configs[i]) for i in keep}
+                keep = sorted(keep, key=est.__getitem__)[:k]  # stable: ties keep their order, as in Triton
+        return keep
+
+    def _indices(self, op: str, got) -> List[int]:
+        if got is None or isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+            raise SpecError(f"{op}: @triton.autotune's prune_configs_by['early_config_prune'] returned {got!r}, not a "
+                            "list of configs. Fix: return some of the configs it is given")
+        out: List[int] = []
+        for c in got:
+            i = next((i for i, o in enumerate(self.configs) if o is c), None)
+            if i is None:
+                i = next((i for i, o in enumerate(self.configs) if _same_config(o, c)), None)
+            if i is None:
+                raise SpecError(f"{op}: @triton.autotune's prune_configs_by['early_config_prune'] returned a config "
+                                f"that is none of the autotuner's ({_config_label(c)}): trt_kernels compiles the "
+                                "declared configs only (each is a TensorRT tactic). Fix: return some of the configs "
+                                "it is given, or add that one to the autotuner's configs")
+            if i not in out:
+                out.append(i)
+        if not out:
+            raise SpecError(f"{op}: @triton.autotune's prune_configs_by['early_config_prune'] returned no config (as "
+                            "Triton 3.9 says: it should return at least one). Fix: keep at least one")
+        return out
+
+    def _estimate(self, op: str, named: Dict[str, Any], kwargs: Dict[str, Any], cfg) -> Any:
+        args = {**named, **kwargs, **_all_kwargs(cfg)}
+        try:
+            inspect.signature(self.perf_model).bind(**args)
+        except TypeError as e:
+            hidden = f"; outputs ({', '.join(self.outputs)}) are allocated by each launch, so no hook or " \
+                     "pruning function gets them" if self.outputs else ""
+            raise SpecError(f"{op}: @triton.autotune's prune_configs_by['perf_model'] cannot take a call's arguments "
+                            f"({e}; it gets {sorted(args)}{hidden}). Fix: take those, and **kwargs") from None
+        except ValueError:
+            pass  # no signature to read (a builtin): call it and let it say
+        return self.perf_model(**args)
+
+    def describe(self) -> str:
+        parts = [f"{n} {list(v)}" for n, v in (("reset_to_zero", self.reset_to_zero),
+                                              ("restore_value", self.restore_value)) if v]
+        parts += [f"prune_configs_by {n}" for n, v in (("early_config_prune", self.early_config_prune),
+                                                       ("perf_model", self.perf_model)) if v is not None]
+        parts += [f"the autotuner's {n}" for n, v in (("pre_hook", self.pre_hook), ("post_hook", self.post_hook))
+                  if v is not None]
+        return "".join(", " + p for p in parts)
+
+
+class TuningCall:
+    """One eager tuning (the first call per autotune key) of a ``@triton.autotune`` kernel: ``candidates``, the
+    configs left after pruning (indices), and the hooks around each timed launch of config ``i``:
+    :meth:`before`, :meth:`after` (also on a launch that raised), and :meth:`reset_only` once after timing,
+    before the chosen config's launch. Each hook gets the arguments by name as Triton builds them for that
+    config (``{**named_args, **kwargs, **config.all_kwargs()}``)."""
+
+    def __init__(self, options: AutotuneOptions, op: str, named: Dict[str, Any], kwargs: Dict[str, Any],
+                 configs: Sequence[TritonConfig]):
+        self.options, self.op = options, op
+        self.candidates = options.prune(op, named, kwargs)
+        self.args = [{**named, **kwargs, **dict(c.constexprs), "num_warps": c.num_warps, "num_ctas": 1,
+                      "num_stages": c.num_stages} for c in configs]
+        self.saved: Dict[str, Any] = {}  # restore_value's copies, taken by the default pre_hook
+
+    def before(self, i: int) -> None:
+        o, args = self.options, self.args[i]
+        if o.pre_hook is not None:
+            self._user("pre_hook", o.pre_hook, args)
+            return
+        _zero(args, o.reset_to_zero)
+        self.saved = {n: args[n].clone() for n in o.restore_value if args.get(n) is not None}
+
+    def after(self, i: int, exception: Optional[BaseException] = None) -> None:
+        o, args = self.options, self.args[i]
+        if o.post_hook is not None:
+            self._user("post_hook", o.post_hook, args, exception=exception)
+            return
+        saved, self.saved = self.saved, {}
+        for n, v in saved.items():
+            args[n].copy_(v)
+
+    def reset_only(self, i: int) -> None:
+        o, args = self.options, self.args[i]
+        if o.pre_hook is not None:
+            self._user("pre_hook", o.pre_hook, args, reset_only=True)
+        else:
+            _zero(args, o.reset_to_zero)
+
+    def _user(self, what: str, fn, args: Dict[str, Any], **kw) -> None:
+        _call_user(self.op, what, fn, set(args), self.options.outputs, args, **kw)
+
+
+def _zero(args: Dict[str, Any], names: Sequence[str]) -> None:
+    for n in names:
+        if args.get(n) is not None:
+            args[n].zero_()
+
+
+def _call_user(op: str, what: str, fn, names, outputs: Sequence[str], *args, **kwargs):
+    """``fn(*args, **kwargs)``; a KeyError for an argument it is not given becomes an error that says why."""
+    try:
+        return fn(*args, **kwargs)
+    except KeyError as e:
+        key = e.args[0] if len(e.args) == 1 else None
+        if not isinstance(key, str) or key in names:
+            raise
+        why = (": an output, which each launch allocates, so no hook or pruning function gets it"
+               if key in outputs else "")
+        raise SpecError(f"{op}: @triton.autotune's {what} read {key!r}, which a trt_kernels call does not give it"
+                        f"{why} (it gets {sorted(names)}). Fix: read only those; a tensor the kernel reads and writes "
+                        f"is an input declared InputDecl(..., mutated=True)") from e
+
+
+def _all_kwargs(cfg) -> Dict[str, Any]:
+    f = getattr(cfg, "all_kwargs", None)
+    if f is not None:
+        return dict(f())
+    return {**dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_ctas": 1, "num_stages": cfg.num_stages}
+
+
+def _same_config(a, b) -> bool:
+    """Whether two ``triton.Config`` objects are the same config (what Triton 3.9's ``Config.__eq__`` compares;
+    older versions compare identity)."""
+    fields = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "pre_hook", "ir_override")
+    return hasattr(b, "kwargs") and all(getattr(a, f, None) == getattr(b, f, None) for f in fields)
+
+
+def _config_label(c) -> str:
+    return (f"{dict(getattr(c, 'kwargs', None) or {})}, num_warps={getattr(c, 'num_warps', None)}, "
+            f"num_stages={getattr(c, 'num_stages', None)}")
+
+
+def _autotune_options(op: str, at, fn, sig: Signature) -> AutotuneOptions:
+    """``@triton.autotune``'s options, checked against the declaration: a config ``pre_hook`` is refused (Triton
+    runs it before every launch; a TensorRT engine cannot), ``reset_to_zero`` / ``restore_value`` must name
+    inputs declared ``mutated=True``, ``top_k`` must be what Triton takes."""
+    configs = tuple(at.configs)
+    for i, c in enumerate(configs):
+        if getattr(c, "pre_hook", None) is not None:
+            raise SpecError(f"{op}: kernel: @triton.autotune config {i} ({_config_label(c)}) has a pre_hook. Triton "
+                            "runs it before every launch with that config, and a TensorRT engine launches the kernel "
+                            "without Python, so the engine would skip it. Fix: drop it (to zero or restore arguments "
+                            "while tuning, give the autotuner reset_to_zero= or restore_value=)")
+    roles = _kernel_roles(fn, sig)
+    reset = tuple(getattr(at, "reset_to_zero", None) or ())
+    restore = tuple(getattr(at, "restore_value", None) or ())
+    for what, names in (("reset_to_zero", reset), ("restore_value", restore)):
+        for n in names:
+            _check_written(op, what, n, roles, fn)
+    perf_model = getattr(at, "perf_model", None)
+    top_k = getattr(at, "configs_top_k", 1.0)
+    if perf_model is not None and not ((isinstance(top_k, float) and 0 < top_k <= 1.0) or (
+            isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= 1)):
+        raise SpecError(f"{op}: kernel: @triton.autotune prune_configs_by['top_k']={top_k!r}: Triton takes a float in "
+                        "(0, 1] (a fraction of the configs) or an int >= 1 (how many). Fix: e.g. 'top_k': 2")
+    return AutotuneOptions(
+        configs, reset, restore, getattr(at, "early_config_prune", None), perf_model, top_k,
+        at.pre_hook if getattr(at, "user_defined_pre_hook", False) else None,
+        at.post_hook if getattr(at, "user_defined_post_hook", False) else None,
+        tuple(n for n, (role, _) in roles.items() if role == "output"))
+
+
+def _kernel_roles(fn, sig: Signature) -> Dict[str, Tuple[str, Any]]:
+    """Each parameter of the kernel by name: ``(what it is, its declaration)``."""
+    out: Dict[str, Tuple[str, Any]] = {}
+    runtime = [p.name for p in fn.params if not p.is_constexpr]
+    for name, p in zip(runtime, sig.params(sig.kernel_dtypes[0])):
+        if p.role == "input":
+            out[name] = ("input", sig.tensor_decls[p.index])
+        elif p.role == "output":
+            out[name] = ("output", sig.outputs[p.index])
+        else:
+            out[name] = ("scalar input" if p.role == "scalar" else "size", None)
+    for p in fn.params:
+        if p.is_constexpr:
+            out[p.name] = ("tl.constexpr", None)
+    return out
+
+
+def _check_written(op: str, what: str, name: str, roles: Dict[str, Tuple[str, Any]], fn) -> None:
+    role, decl = roles.get(name, (None, None))
+    tensors = [n for n, (r, _) in roles.items() if r in ("input", "output")]
+    if role is None:
+        raise SpecError(f"{op}: kernel: @triton.autotune {what} names {name!r}, which is no parameter of "
+                        f"{fn.__name__!r} (its tensors: {tensors}). Fix: name the kernel's parameters")
+    if role == "output":
+        raise SpecError(f"{op}: kernel: @triton.autotune {what} names {name!r}, a declared output. trt_kernels "
+                        "allocates outputs uninitialized at every launch (torch.empty; TensorRT's output buffers "
+                        f"likewise), so a kernel that needs {name!r} {'zeroed' if what == 'reset_to_zero' else 'kept'}"
+                        " reads garbage outside tuning too. Fix: declare it as an input the caller passes (zeroed, "
+                        "for reset_to_zero) and the kernel writes: InputDecl(..., mutated=True), moved from "
+                        "outputs= to inputs=")
+    if role != "input":
+        raise SpecError(f"{op}: kernel: @triton.autotune {what} names {name!r}, a {role}, not a tensor. "
+                        f"Fix: name tensor parameters ({tensors})")
+    if not decl.mutated:
+        does = ("zeroes it while tuning and before the first launch, which writes the caller's tensor"
+                if what == "reset_to_zero" else "saves it before each timed launch and writes it back after, "
+                "which only a tensor the kernel writes needs")
+        raise SpecError(f"{op}: kernel: @triton.autotune {what} names {name!r}, an input not declared mutated: "
+                        f"Triton {does}. Fix: InputDecl({decl.name!r}, mutated=True) if the kernel writes it, else "
+                        f"drop it from {what}")
 
 
 # ---------------- declaration ----------------
@@ -287,7 +577,7 @@ def declare(
 ) -> Tuple[Signature, TritonSource]:
     """Check a Triton declaration; its signature and source (registration is :func:`trt_kernels.triton_kernel_op`)."""
     _tc.require_triton("triton_kernel_op")
-    fn, tuned, tune_key, heuristics = _unwrap(op_name, kernel)
+    fn, tuned, tune_key, heuristics, autotuner = _unwrap(op_name, kernel)
     constexprs = dict(constexprs or {})
     sized_raw = {n: v for n, v in constexprs.items() if isinstance(v, Expr)}
     warps_fn = num_warps if callable(num_warps) else None
@@ -325,8 +615,9 @@ def declare(
         return Custom(grid=tuple(g), block=(cfg.num_warps * 32,))
 
     geos = [geometry(c, "tactic 1" if i == 0 else f"tactics[{i - 1}]") for i, c in enumerate(configs)]
-    if not outputs:
-        raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)]")
+    if not outputs and not any(isinstance(d, InputDecl) and d.mutated for d in inputs or ()):
+        raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)], or mark the "
+                        "inputs the kernel writes InputDecl(name, mutated=True)")
     sig = validate_signature(op_name, inputs=inputs, outputs=outputs, extras=extras, geometries=geos, dtypes=dtypes,
                              type_params=type_params, checks=checks, params=params,
                              kernel_params=[p.name for p in fn.params if not p.is_constexpr],
@@ -366,40 +657,28 @@ def declare(
                                       kernel_params=[p.name for p in fn.params if not p.is_constexpr],
                                       kernel_label=f"kernel {fn.__name__!r}")
 
+        tuning = _autotune_options(op_name, autotuner, fn, sig) if autotuner is not None else None
         rule = LaunchRule(sized, dict(heuristics), warps_fn, stages_fn, tune_key, signature_of,
-                          {n: str(v) for n, v in sized_raw.items()})
+                          {n: str(v) for n, v in sized_raw.items()}, tuning)
     return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override, rule)
 
 
 def _unwrap(op: str, kernel):
-    """``(the @triton.jit function, the autotuner's configs or None, its key, the heuristics)`` of a kernel as
-    its author decorated it (``@triton.autotune`` over ``@triton.heuristics`` over ``@triton.jit``, each
-    optional)."""
-    tuned, key, heuristics = None, None, {}
+    """``(the @triton.jit function, the autotuner's configs or None, its key, the heuristics, the Autotuner or
+    None)`` of a kernel as its author decorated it (``@triton.autotune`` over ``@triton.heuristics`` over
+    ``@triton.jit``, each optional)."""
+    tuned, key, heuristics, autotuner = None, None, {}, None
     seen = 0
     while hasattr(kernel, "fn") and not hasattr(kernel, "params") and seen < 4:
         seen += 1
         if hasattr(kernel, "configs") and hasattr(kernel, "keys"):  # triton.runtime.autotuner.Autotuner
-            unsupported = [n for n, v in (("reset_to_zero", getattr(kernel, "reset_to_zero", None)),
-                                          ("restore_value", getattr(kernel, "restore_value", None)),
-                                          ("prune_configs_by", getattr(kernel, "early_config_prune", None)
-                                           or getattr(kernel, "perf_model", None)),
-                                          ("pre_hook/post_hook", getattr(kernel, "user_defined_pre_hook", False)
-                                           or getattr(kernel, "user_defined_post_hook", False))) if v]
-            if unsupported:
-                raise SpecError(f"{op}: kernel: @triton.autotune with {', '.join(unsupported)}, which trt_kernels does "
-                                "not run yet. Fix: drop them (outputs are fresh tensors each call), or pass the inner "
-                                "function with tactics=[ttk.TritonConfig(...)]")
-            if any(getattr(c, "pre_hook", None) for c in kernel.configs):
-                raise SpecError(f"{op}: kernel: an autotune config has a pre_hook, which trt_kernels does not run. "
-                                "Fix: drop it")
-            tuned, key = list(kernel.configs), tuple(kernel.keys)
+            tuned, key, autotuner = list(kernel.configs), tuple(kernel.keys), kernel
         elif hasattr(kernel, "values"):  # triton.runtime.autotuner.Heuristics
             heuristics = {**heuristics, **dict(kernel.values)}  # an outer one runs first
         else:
             break
         kernel = kernel.fn
-    return _jit_function(op, kernel), tuned, key, heuristics
+    return _jit_function(op, kernel), tuned, key, heuristics, autotuner
 
 
 def _jit_function(op: str, kernel):
