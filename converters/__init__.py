@@ -5,13 +5,21 @@ attributes (scalar inputs), reordering when tensors and scalars interleave in th
 signature, adds the op's QDP plugin layer (``aot=True`` whenever an AOT impl exists)
 and returns one ITensor, or a tuple for multi-output ops.
 
+An op that writes inputs in place never reaches a converter as itself: ``torch.export``
+functionalizes it into ``torch.ops.higher_order.auto_functionalized_v2(op, **arguments,
+_<name>_base_index=k, _all_bases=[...])``, whose results are the op's outputs then each base's new
+value. Its converter is registered for that higher-order op and claims only the nodes that call
+this op on whole tensors (:func:`in_place_call`); its plugin's outputs are the op's outputs then
+each mutated input's new value (see :mod:`trt_kernels.plugins.qdp`). A node that writes into a
+view (``_<name>_size``, ``_<name>_slice_dim`` ...) is left to PyTorch.
+
 :func:`convert` holds the logic and takes its TensorRT pieces as arguments, so it is
 tested without TensorRT; :func:`register_converter` binds it to Torch-TensorRT.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.registry import lookup
@@ -97,11 +105,59 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
     fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
     itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]
     check_sizes(kop, itensors)
+    if aot:  # a 64-bit scalar whose value TensorRT's 32-bit AOT extra arguments cannot carry: the JIT impl
+        from trt_kernels.recipe import aot_scalar_refusal
+
+        why = aot_scalar_refusal(kop.sig, attrs)
+        if why is not None:
+            import logging
+
+            logging.getLogger("trt_kernels").warning("%s: layer %s is added with the JIT impl (aot=False): %s",
+                                                     kop.op_name, name, why)
+            aot = False
     layer = ctx.net.add_plugin(plugin_op(*itensors, **fields), aot=aot)
     layer.name = name
     n_out = layer.num_outputs
     outs = [layer.get_output(i) for i in range(n_out)]
     return outs[0] if n_out == 1 else tuple(outs)
+
+
+def in_place_call(kop, kwargs: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], List[int]]]:
+    """For an ``auto_functionalized_v2`` node calling ``kop``: ``(the op's arguments by name, the base
+    index of each mutated input)``, with each mutated input bound to its base; None when the node is
+    not one this converter can take (a mutated input that is a view of its base, two sharing one base,
+    or an argument it does not know)."""
+    names = [kop.sig.tensor_names[t] for t in kop.sig.mutated]
+    bases = kwargs.get("_all_bases")
+    index_keys = {f"_{n}_base_index": n for n in names}
+    known = {d.name for d in kop.sig.inputs} | set(index_keys) | {"_all_bases"}
+    if not isinstance(bases, (list, tuple)) or len(bases) != len(names) or set(kwargs) - known:
+        return None
+    at = [kwargs.get(f"_{n}_base_index") for n in names]
+    if not all(isinstance(i, int) and 0 <= i < len(bases) for i in at) or len(set(at)) != len(at):
+        return None
+    call = {k: v for k, v in kwargs.items() if k in known and k not in index_keys and k != "_all_bases"}
+    call.update({n: bases[i] for n, i in zip(names, at)})
+    return call, at
+
+
+def convert_in_place(kop, ctx, kwargs, name: str, **how):
+    """The results of an ``auto_functionalized_v2`` node calling ``kop`` (``how``: :func:`convert`'s
+    keyword arguments): the op's outputs (None when it returns nothing), then each base's new value,
+    which is the plugin's output for the input written into it."""
+    got = in_place_call(kop, kwargs)
+    if got is None:
+        raise InputError(f"{kop.op_name}: this call writes into a view of a tensor, which the TensorRT plugin cannot "
+                         "take (the converter's validator should have left it to PyTorch)")
+    call, at = got
+    res = convert(kop, ctx, (), call, name, **how)
+    outs = list(res) if isinstance(res, tuple) else [res]
+    fresh = len(kop.sig.outputs)
+    new = [None] * len(at)
+    for out, i in zip(outs[fresh:], at):
+        new[i] = out
+    head = outs[:fresh] if fresh > 1 else [outs[0] if fresh else None]
+    return (*head, *new)
 
 
 def register_converter(kop, attr_field: Callable) -> None:
@@ -118,16 +174,45 @@ def register_converter(kop, attr_field: Callable) -> None:
     overload = kop.overload
 
     op_name = kop.op_name
+
+    in_place = bool(kop.sig.mutated)
     del kop  # the converter outlives re-declarations: it converts with the op's current declaration
 
-    def converter(ctx, target, args, kwargs, name):
-        current = lookup(op_name)
-        if current is None:
+    def current():
+        kop = lookup(op_name)
+        if kop is None:
             raise UnregisteredOpError(f"{op_name} was unregistered (trt_kernels.unregister). "
                                       "Fix: declare it again before compiling a model that calls it")
-        return convert(current, ctx, args, kwargs, name, get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot,
-                       attr_field=attr_field)
+        return kop
+
+    how = dict(get_trt_tensor=get_trt_tensor, plugin_op=plugin_op, aot=aot, attr_field=attr_field)
+
+    def converter(ctx, target, args, kwargs, name):
+        return convert(current(), ctx, args, kwargs, name, **how)
+
+    def converter_in_place(ctx, target, args, kwargs, name):
+        return convert_in_place(current(), ctx, kwargs, name, **how)
+
+    # the user's capability_validator, for an op written in place, sees the auto_functionalized_v2 node
+    user_validator = opts.pop("capability_validator", None) if in_place else None
+
+    def takes(node, settings=None) -> bool:
+        kop = lookup(op_name)
+        return (bool(node.args) and node.args[0] is overload and kop is not None
+                and in_place_call(kop, dict(node.kwargs)) is not None
+                and (user_validator is None or bool(user_validator(node, settings))))
 
     ns, name = op_name.split("::")
     converter.__name__ = f"convert_{ns}_{name}"
-    dynamo_tensorrt_converter(overload, **opts)(converter)
+    converter_in_place.__name__ = f"convert_{ns}_{name}_in_place"
+    if in_place:
+        dynamo_tensorrt_converter(auto_functionalized_v2(), capability_validator=takes, **opts)(converter_in_place)
+    else:
+        dynamo_tensorrt_converter(overload, **opts)(converter)
+
+
+def auto_functionalized_v2():
+    """The higher-order op ``torch.export`` wraps a call of an op that writes inputs in place in."""
+    import torch
+
+    return torch.ops.higher_order.auto_functionalized_v2

@@ -30,12 +30,12 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from trt_kernels.dtypes import trt_name
+from trt_kernels.dtypes import INT_RANGES, c_scalar_text, trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
 from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
-from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
+from trt_kernels.signature import scalar_c, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 
 # Scalar inputs are plugin attributes annotated as one-element numpy arrays (float32 / int32), not
@@ -59,39 +59,64 @@ def _array_annotation(np_type) -> type:
 
 Float32Attribute = _array_annotation(np.float32)
 Int32Attribute = _array_annotation(np.int32)
+Int64Attribute = _array_annotation(np.int64)
 _ATTR_ARRAY = {float: (np.float32, Float32Attribute), int: (np.int32, Int32Attribute)}
+# an int scalar's array by its C type's struct code: a C int as int32; an unsigned or 64-bit one as int64, the
+# widest attribute type tensorrt.plugin has (it has no unsigned ones: a uint64 over 2**63-1 travels as its bits)
+_INT_ARRAY = {"i": (np.int32, Int32Attribute), "I": (np.int64, Int64Attribute), "q": (np.int64, Int64Attribute),
+              "Q": (np.int64, Int64Attribute)}
 
 
-def attr_annotation(py_type):
-    """The plugin attribute annotation of a scalar input of ``py_type`` (a tuple ``(int, n)`` is an int32
-    array attribute of ``n`` elements, as TensorRT's own samples pass ``pads``)."""
-    entry = _ATTR_ARRAY.get(py_type[0] if isinstance(py_type, tuple) else py_type)
-    return entry[1] if entry is not None else py_type
+def _array_of(decl):
+    """``(numpy type, annotation)`` of a scalar input's attribute array (``decl``: a ScalarInput, or the Python
+    type of one with its default C type), or None (a bool)."""
+    if not hasattr(decl, "py_type"):
+        return _ATTR_ARRAY.get(decl[0] if isinstance(decl, tuple) else decl)
+    if scalar_type(decl) is int:
+        return _INT_ARRAY[scalar_c(decl).code]
+    return _ATTR_ARRAY.get(scalar_type(decl))
+
+
+def attr_annotation(decl):
+    """The plugin attribute annotation of a scalar input (``decl``: its ScalarInput; its Python type alone
+    stands for the default C type). A tuple ``(int, n)`` is an int array attribute of ``n`` elements, as
+    TensorRT's own samples pass ``pads``; an int whose C type is unsigned or 64-bit is an int64 array."""
+    entry = _array_of(decl)
+    return entry[1] if entry is not None else getattr(decl, "py_type", decl)
 
 
 def attr_value(decl, value, op: str = ""):
     """A plugin attribute (a one-element array, or a Python scalar from a caller) as ``decl.py_type``;
-    a tuple input's (an array of its length, or a tuple / list) as a tuple."""
+    a tuple input's (an array of its length, or a tuple / list) as a tuple. An array of a 64-bit unsigned
+    input holds its bits (an int64 array): read back as the unsigned value."""
+    unsigned64 = scalar_type(decl) is int and scalar_c(decl).code == "Q" and isinstance(value, np.ndarray)
     if scalar_len(decl) is not None:
-        return scalar_value(op or "plugin", decl, value)
+        out = scalar_value(op or "plugin", decl, value)
+        return tuple(v % 2**64 for v in out) if unsigned64 else out
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise InputError(f"scalar {decl.name!r}: expected one value, got an array of {value.size}")
         value = value.reshape(-1)[0].item()
-    return decl.py_type(value)
+    value = decl.py_type(value)
+    return value % 2**64 if unsigned64 else value
 
 
 def attr_field(decl, value):
-    """What the converter passes to ``trtp.op.ns.name(..., name=value)`` for a scalar input."""
-    entry = _ATTR_ARRAY.get(scalar_type(decl))
+    """What the converter passes to ``trtp.op.ns.name(..., name=value)`` for a scalar input; :class:`InputError`
+    for a value its C type cannot hold."""
+    entry = _array_of(decl)
     if entry is None:
         return decl.py_type(value)
     np_type = entry[0]
     items = [value] if scalar_len(decl) is None else list(value)
-    for k, v in enumerate(items):
-        if np_type is np.int32 and not -(2**31) <= int(v) < 2**31:
-            label = repr(decl.name) if scalar_len(decl) is None else f"{decl.name!r}[{k}]"
-            raise InputError(f"scalar {label} = {v} does not fit a 32-bit C int")
+    if scalar_type(decl) is int:
+        st = scalar_c(decl)
+        lo, hi = INT_RANGES[st.code]
+        for k, v in enumerate(items):
+            if not lo <= int(v) <= hi:
+                label = repr(decl.name) if scalar_len(decl) is None else f"{decl.name!r}[{k}]"
+                raise InputError(f"scalar {label} = {v} does not fit {c_scalar_text(st)}")
+        items = [int(v) - 2**64 if int(v) > 2**63 - 1 else int(v) for v in items]  # a uint64's bits
     return np.array(items, dtype=np_type)
 
 
@@ -135,8 +160,9 @@ class PluginBuilder:
         self.scalar_decls = list(sig.scalar_decls)
         self.decision = kop.aot
         self.has_aot = self.decision.aot
-        if sig.has_outputs:
-            self.n_out = len(sig.outputs)
+        self.mutated = list(sig.mutated)
+        if sig.has_outputs:  # the fresh outputs, then one output per input written in place (its new value)
+            self.n_out = len(sig.outputs) + len(self.mutated)
         else:
             self.n_out = len(kop.meta_outputs())
 
@@ -161,13 +187,10 @@ class PluginBuilder:
         uint8 (TensorRT's IPluginV3OneBuild::getOutputDataTypes: "DataType::kBOOL and
         DataType::kUINT8 are not supported")."""
         kop = self.kop
-        if kop.sig.mutated:
-            names = ", ".join(repr(kop.sig.tensor_names[t]) for t in kop.sig.mutated)
-            return (f"it writes {names} in place, and TensorRT's aliased plugin I/O is not wired up here yet; the "
-                    "op stays in PyTorch inside Torch-TensorRT graphs")
         for kdt in kop.dtypes:
-            outs = kop.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
-            names = [o.name for o in kop.sig.outputs] or [f"output {i}" for i in range(len(outs))]
+            outs = self.io_dtypes(kdt)[len(kop.sig.tensor_decls):]
+            names = ([o.name for o in kop.sig.outputs] + [kop.sig.tensor_names[t] for t in self.mutated]
+                     if kop.sig.has_outputs else [f"output {i}" for i in range(len(outs))])
             for name, dt in zip(names, outs):
                 if dt in (torch.bool, torch.uint8):
                     return (f"output {name!r} is {str(dt).replace('torch.', '')}, which TensorRT plugins cannot "
@@ -175,17 +198,24 @@ class PluginBuilder:
                             "inside Torch-TensorRT graphs")
         return None
 
+    def io_dtypes(self, kdt, ranks=None) -> list:
+        """The plugin's input then output dtypes at kernel dtype ``kdt``: the op's, then (an input written in
+        place is also an output of the plugin) each mutated input's."""
+        io = self.kop.io_dtypes(kdt, ranks)
+        return io + [io[t] for t in self.mutated]
+
     def signature(self) -> tuple:
         """What TensorRT's plugin registry fixed when the plugin was registered: the descriptor's inputs
-        and attributes, the number of outputs and whether there is an AOT implementation."""
-        return (tuple(self.tensor_names), tuple((d.name, scalar_type_name(d)) for d in self.scalar_decls),
-                self.n_out, self.has_aot)
+        and attributes, the number of outputs, whether there is an AOT implementation, and the inputs
+        written in place (each one an output too)."""
+        scalars = tuple((d.name, scalar_type_name(d), scalar_c(d).c) for d in self.scalar_decls)
+        return tuple(self.tensor_names), scalars, self.n_out, self.has_aot, tuple(self.mutated)
 
     # ----- signatures -----
     def _params(self, tensor_ann, extra: List[Tuple[str, Any]]) -> List[inspect.Parameter]:
         P = inspect.Parameter
         ps = [P(n, P.POSITIONAL_OR_KEYWORD, annotation=tensor_ann) for n in self.tensor_names]
-        ps += [P(d.name, P.POSITIONAL_OR_KEYWORD, annotation=attr_annotation(d.py_type)) for d in self.scalar_decls]
+        ps += [P(d.name, P.POSITIONAL_OR_KEYWORD, annotation=attr_annotation(d)) for d in self.scalar_decls]
         ps += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in extra]
         return ps
 
@@ -245,6 +275,11 @@ class PluginBuilder:
                     desc.shape_expr = se
                 desc.dtype = trt_dtype(self.trt, dt)
                 outs.append(desc)
+            # an input the kernel writes in place: an output like it, in a buffer of its own. Not
+            # ``inputs[t].aliased()``: TensorRT fails the build of a plugin with aliased I/O unless the builder
+            # config enables PreviewFeature.ALIASED_PLUGIN_IO_10_03, which Torch-TensorRT does not (``impl``
+            # copies the input into this output and runs the kernel on it)
+            outs += [inputs[t].like() for t in self.mutated]
             return outs[0] if self.n_out == 1 else tuple(outs)
 
         return self._make("desc", body, self._params(trtp.TensorDesc, []), ret)
@@ -285,7 +320,9 @@ class PluginBuilder:
         return self._make("aot_impl", body, params, ret)
 
     def scalar_arg(self, decl, value, index: int = 0):
-        """One scalar (element ``index`` of a tuple input) as the extra argument the kernel reads."""
+        """One scalar (element ``index`` of a tuple input) as the extra argument the kernel reads: a float as its
+        IEEE-754 bits, a bool as 0/1, an int as its 32 bits (a 64-bit parameter is narrowed in the PTX);
+        :class:`InputError` for an int that 32 bits cannot carry exactly (never a truncated value)."""
         trtp = self.trtp
         t = scalar_type(decl)
         label = repr(decl.name) if scalar_len(decl) is None else f"{decl.name!r}[{index}]"
@@ -297,10 +334,21 @@ class PluginBuilder:
                                  "does not fit a 32-bit C float") from None
         if t is bool:
             return trtp.SymInt32(1 if value else 0)
+        from trt_kernels.recipe import aot_int
+
+        st = scalar_c(decl)
         v = int(value)
-        if not -(2**31) <= v < 2**31:
-            raise InputError(f"{self.kop.op_name}: scalar {label} = {v} does not fit a 32-bit C int")
-        return trtp.SymInt32(v)
+        lo, hi = INT_RANGES[st.code]
+        if not lo <= v <= hi:
+            raise InputError(f"{self.kop.op_name}: scalar {label} = {v} does not fit {c_scalar_text(st)}")
+        bits = aot_int(st.code, v)
+        if bits is None:
+            raise InputError(
+                f"{self.kop.op_name}: scalar {label} = {v} ({c_scalar_text(st)}) does not fit the 32 bits of "
+                "TensorRT's AOT extra arguments (SymInt32), and a truncated value would be wrong. Fix: add the layer "
+                "with aot=False (trt_kernels' converter does so for such values): the JIT impl launches the exact "
+                "value")
+        return trtp.SymInt32(bits)
 
     def impl(self):
         trtp = self.trtp
@@ -310,17 +358,28 @@ class PluginBuilder:
             from trt_kernels.eager.cuda_kernel import launch_into
 
             kop = self.kop
+            stream = int(a["stream"])
+            outs = [device_tensor(o, self.trt) for o in a["outputs"]]
+            fresh = len(outs) - len(self.mutated)
+            # an input written in place runs in its output's buffer, holding a copy of the input (TensorRT's
+            # plugin inputs are read-only)
+            in_place = dict(zip(self.mutated, outs[fresh:]))
+            if in_place:
+                ts = [device_tensor(a[self.tensor_names[t]], self.trt) for t in in_place]
+                with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=ts[0].device)):
+                    for src, dst in zip(ts, in_place.values()):
+                        dst.copy_(src)
             args = []
-            ti = iter(self.tensor_names)
             si = iter(self.scalar_decls)
+            t = 0
             for kind in kop.sig.arg_kinds:
                 if kind == "tensor":
-                    args.append(device_tensor(a[next(ti)], self.trt))
+                    args.append(in_place[t] if t in in_place else device_tensor(a[self.tensor_names[t]], self.trt))
+                    t += 1
                 else:
                     d = next(si)
                     args.append(attr_value(d, a[d.name], kop.op_name))
-            outs = [device_tensor(o, self.trt) for o in a["outputs"]]
-            launch_into(kop, args, outs, int(a["stream"]), tactic=int(a.get("tactic") or 1))
+            launch_into(kop, args, outs[:fresh], stream, tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)
 
@@ -332,7 +391,7 @@ class PluginBuilder:
         def body(a: Dict[str, Any]):
             kop = self.kop
             ranks = tuple(len(a[n].shape_expr) for n in self.tensor_names)
-            combos = [kop.io_dtypes(d, ranks) for d in kop.dtypes]
+            combos = [self.io_dtypes(d, ranks) for d in kop.dtypes]
             # TensorRT has no float64: advertise the combinations it can hold
             combos = [c for c in combos if all(trt_name(d) is not None for d in c)]
             if not combos:

@@ -20,6 +20,13 @@ from trt_kernels.op import KernelOp
 _LOG = logging.getLogger("trt_kernels")
 
 
+def converter_status(kop: KernelOp) -> str:
+    if kop.sig.mutated:
+        return ("registered (Torch-TensorRT dynamo, for the op's torch.ops.higher_order.auto_functionalized_v2 "
+                "calls on whole tensors)")
+    return "registered (Torch-TensorRT dynamo)"
+
+
 class QdpRoute:
     """The QDP route. ``modules()``: ``(tensorrt, tensorrt.plugin)`` while the TensorRT side is up, else
     None (the route then registers nothing; :func:`trt_kernels.plugins.init` brings it up)."""
@@ -109,13 +116,13 @@ class QdpRoute:
 
         with self._lock:
             if self._converted.get(kop.op_name) is kop.overload:
-                kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"
+                kop.tensorrt.converter = converter_status(kop)
                 return
         try:
             register_converter(kop, attr_field)
             with self._lock:
                 self._converted[kop.op_name] = kop.overload
-            kop.tensorrt.converter = "registered (Torch-TensorRT dynamo)"
+            kop.tensorrt.converter = converter_status(kop)
         except Exception as e:  # noqa: BLE001
             kop.tensorrt.converter = f"failed: {type(e).__name__}: {e}"
             _LOG.warning("trt_kernels: %s: converter registration failed: %s", kop.op_name, e)

@@ -88,6 +88,29 @@ SIZE_TYPES = {
 INT_RANGES = {"i": (-(2**31), 2**31 - 1), "I": (0, 2**32 - 1), "q": (-(2**63), 2**63 - 1), "Q": (0, 2**64 - 1)}
 INT_NAMES = {"i": "32-bit int", "I": "32-bit unsigned int", "q": "64-bit int", "Q": "64-bit unsigned int"}
 
+#: the values TensorRT's AOT launch passes exactly to an int parameter of each struct code: its extra arguments
+#: are 32-bit (``SymInt32``), so a 64-bit parameter is narrowed to 32 bits of its signedness
+#: (:func:`trt_kernels.recipe.tensorrt_narrowed`)
+AOT_INT_RANGES = {"i": INT_RANGES["i"], "I": INT_RANGES["I"], "q": INT_RANGES["i"], "Q": INT_RANGES["I"]}
+
+#: the C types a scalar input (:class:`~trt_kernels.spec.ScalarInput`'s ``ctype``) may declare, per Python type
+#: (None, the default: the first); an int scalar takes any C integer type a size may have
+SCALAR_CTYPES = {
+    int: SIZE_TYPES,
+    float: {"float": SCALAR_TYPES[float]},
+    bool: {"bool": SCALAR_TYPES[bool]},
+}
+DEFAULT_CTYPES = {int: "int", float: "float", bool: "bool"}
+
+
+def c_scalar_text(st: ScalarType) -> str:
+    """A scalar parameter's C type in messages: ``a 32-bit C int``, ``a 64-bit unsigned C int (unsigned long
+    long)``, ``a 32-bit C float``."""
+    if st.kind == "int":
+        text = "a " + INT_NAMES[st.code].replace("int", "C int")
+        return text if st.code == "i" else f"{text} ({st.c})"
+    return {"f": "a 32-bit C float", "?": "a C bool"}.get(st.code, f"a C {st.c}")
+
 
 def c_type(dtype: torch.dtype) -> str:
     return TENSOR_TYPES[dtype].c

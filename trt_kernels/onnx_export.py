@@ -13,7 +13,7 @@ Torch-TensorRT route):
 - inputs: the op's tensor arguments in declaration order (scalars removed); outputs: the op's
   outputs in declaration order.
 - attributes: each scalar argument under its own name (``float`` -> ``FLOAT``, ``int`` -> ``INT``
-  within int32, ``bool`` -> ``INT`` 0/1: the parser turns them into ``kFLOAT32`` / ``kINT32``
+  within int32, whatever its C type, ``bool`` -> ``INT`` 0/1: the parser turns them into ``kFLOAT32`` / ``kINT32``
   plugin fields), plus ``plugin_namespace = ns`` and ``plugin_version = "2"``, which the parser
   reads to find the creator in the plugin registry.
 
@@ -87,7 +87,7 @@ from trt_kernels import registry
 from trt_kernels.dtypes import SUPPORTED, TENSOR_TYPES
 from trt_kernels.errors import OnnxExportError
 from trt_kernels.op import KernelOp
-from trt_kernels.signature import scalar_len, scalar_type, scalar_type_name
+from trt_kernels.signature import scalar_c, scalar_len, scalar_type, scalar_type_name
 
 #: the plugin version of an op's ONNX-route plugin (``"1"`` is its plugin on the Torch-TensorRT route)
 PLUGIN_VERSION = "2"
@@ -228,9 +228,16 @@ def _attribute_one(kop: KernelOp, decl, value: Any, t: type, label: str) -> Unio
         return float(value)
     if t is int and is_number and isinstance(value, int) and not isinstance(value, bool):
         if not _INT32_MIN <= value <= _INT32_MAX:
+            st = scalar_c(decl)
+            if st.code == "i":
+                raise OnnxExportError(
+                    f"{kop.op_name}: int argument {label} is {value}, outside int32: the kernel takes a C int and "
+                    "TensorRT reads the attribute as an INT32 plugin field. Fix: pass a value in int32 range")
             raise OnnxExportError(
-                f"{kop.op_name}: int argument {label} is {value}, outside int32: the kernel takes a C int and "
-                "TensorRT reads the attribute as an INT32 plugin field. Fix: pass a value in int32 range")
+                f"{kop.op_name}: int argument {label} is {value}, outside int32: the kernel takes a {st.c}, but "
+                "TensorRT's ONNX parser reads an int node attribute as an INT32 plugin field, so this route cannot "
+                "carry it exactly. Fix: pass a value in int32 range, or build the engine through Torch-TensorRT "
+                "(trt_kernels' converter gives such a value to the plugin's JIT impl exactly)")
         return int(value)
     if t is bool and is_number and value in (0, 1) and not isinstance(value, float):
         return int(value)

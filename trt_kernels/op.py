@@ -22,19 +22,20 @@ from trt_kernels._record import FACTORY, Frozen, plain_record, record_repr, repl
 from trt_kernels.errors import NoCudaDeviceError, PtxVersionError
 from trt_kernels.expr import Const, Expr, binop
 from trt_kernels.limits import STATIC_SHARED_MEM
-from trt_kernels.signature import Signature, scalar_len, scalar_type
+from trt_kernels.signature import Signature, scalar_c, scalar_len, scalar_type
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource
-from trt_kernels.sources.nvrtc import default_arch, env_arch, normalize_arch
+from trt_kernels.sources.nvrtc import DEFAULT_ARCH, default_arch, env_arch, normalize_arch
 
 if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, not at declaration
     from trt_kernels.eager.driver import LoadedKernel, ParamPack
     from trt_kernels.plan import LaunchPlan
     from trt_kernels.recipe import LaunchRecipe
 
-#: the arch a declaration compiles for when no GPU is visible and none is given: the kernel's
-#: parameters and any compile error do not depend on it, and Hopper accepts every feature an
-#: sm_80/sm_89 kernel uses (a kernel for newer archs needs arch_override or TRT_KERNELS_ARCH)
-CHECK_ARCH = "sm_90"
+#: the arch a declaration compiles for when no GPU is visible and none is given (the one rule:
+#: :func:`trt_kernels.sources.nvrtc.compile_arch`): the kernel's parameters and any compile error do not
+#: depend on it, and Hopper accepts every feature an sm_80/sm_89 kernel uses (a kernel for newer archs
+#: needs arch_override or TRT_KERNELS_ARCH)
+CHECK_ARCH = DEFAULT_ARCH
 
 
 #: how TensorRT runs the op's plugin: the PTX embedded in the engine with its launch parameters (no Python at
@@ -359,6 +360,13 @@ class KernelOp:
     @property
     def aot(self) -> AotDecision:
         """Whether TensorRT's plugin can run the kernel ahead of time (PTX in the engine), and why."""
+        if self.sig.mutated:
+            names = ", ".join(repr(self.sig.tensor_names[t]) for t in self.sig.mutated)
+            return AotDecision(JIT, f"it writes {names} in place: TensorRT's plugin inputs are read-only, and "
+                               "aliased plugin I/O needs PreviewFeature.ALIASED_PLUGIN_IO_10_03 in the builder config, "
+                               "which Torch-TensorRT does not set; so the plugin outputs the new value in a buffer "
+                               "of its own, and its JIT impl copies the input there and runs the kernel on it (an "
+                               "AOT launch is one kernel, with no copy before it)")
         if self.aot_fn is not None:
             return AotDecision(AOT, "aot_fn given: TensorRT launches the PTX with its launch parameters; no Python "
                                         "at run time")
@@ -378,10 +386,14 @@ class KernelOp:
         why = "outputs and geometry are declared, so the plan gives TensorRT the PTX, grid, block and extra arguments"
         if self._needs_layout():
             why += ("; the PTX entry is rewritten to TensorRT's argument layout (input pointers, arguments, output "
-                    "pointers; 64-bit sizes taken as 32-bit)")
+                    "pointers; 64-bit sizes and scalars taken as 32-bit)")
         if self.sig.scalar_decls:
             why += ("; scalars (" + ", ".join(d.name for d in self.sig.scalar_decls)
                     + ") are baked into the extra arguments when the engine is built")
+            wide = [d.name for d in self.sig.scalar_decls if scalar_c(d).kind == "int" and scalar_c(d).size == 8]
+            if wide:
+                why += (f"; a layer whose 64-bit scalar ({', '.join(wide)}) is outside the 32 bits of TensorRT's "
+                        "extra arguments takes the JIT impl, which launches the exact value")
         if len(fit) < len(reasons):
             why += "; left out of the plugin's tactics: " + "; ".join(r for r in reasons.values() if r)
             return AotDecision(AOT, why, fit)
@@ -430,7 +442,8 @@ class KernelOp:
         return k.symbol, ptx
 
     def _needs_layout(self) -> bool:
-        """Whether TensorRT's AOT layout differs from the kernel's parameters (their order, or 64-bit sizes)."""
+        """Whether TensorRT's AOT layout differs from the kernel's parameters (their order, or 64-bit sizes and
+        scalars)."""
         from trt_kernels.recipe import tensorrt_narrowed, tensorrt_order
 
         params = self.sig.params(self.dtypes[0])

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trt_kernels._record import Frozen, plain_record
+from trt_kernels.dtypes import AOT_INT_RANGES, SIZE_TYPES
 
 if TYPE_CHECKING:
     from trt_kernels.plan import LaunchPlan
@@ -104,8 +105,61 @@ def tensorrt_order(params: Sequence[Param]) -> List[int]:
 
 def tensorrt_narrowed(params: Sequence[Param]) -> Dict[int, bool]:
     """The 64-bit integer parameters (position -> signed) that TensorRT's AOT launch passes as 32-bit
-    extra args (``SymInt32``): sizes, whose values TensorRT computes as 32-bit ints."""
-    return {i: p.code.islower() for i, p in enumerate(params) if p.role == "extra" and p.size == 8}
+    extra args (``SymInt32``): sizes, whose values TensorRT computes as 32-bit ints, and 64-bit int
+    scalars, whose values are baked in where they fit 32 bits (:func:`aot_int`; elsewhere the layer is JIT)."""
+    return {i: p.code.islower() for i, p in enumerate(params)
+            if p.size == 8 and (p.role == "extra" or (p.role == "scalar" and p.kind == "int"))}
+
+
+def aot_int(code: str, value: int) -> Optional[int]:
+    """The ``SymInt32`` value that passes the int ``value`` to a kernel parameter of struct ``code`` in
+    TensorRT's AOT launch (its 32 bits as a signed int; a 64-bit parameter is narrowed to 32 bits of its
+    signedness and widened where the kernel loads it), or None where 32 bits cannot carry it exactly."""
+    lo, hi = AOT_INT_RANGES[code]
+    if not lo <= value <= hi:
+        return None
+    return value - 2**32 if value >= 2**31 else value
+
+
+def aot_scalar_refusal(sig: Signature, values: Dict[str, Any]) -> Optional[str]:
+    """Why TensorRT's AOT launch cannot take the scalar inputs' ``values`` (name -> value, a tuple's as a
+    tuple) exactly, or None: a 64-bit int scalar whose value does not fit the 32 bits of TensorRT's extra
+    arguments (``SymInt32``), or a 64-bit size computed from scalars alone (``SizeArg("n", Scalar("k") * 2,
+    "long long")``) whose value does not. The layer then takes the JIT impl, which launches the exact value."""
+    from trt_kernels.expr import Const, ScalarOf, SizesEvaluator, evaluate, leaves
+    from trt_kernels.signature import scalar_c, scalar_items
+
+    for d in sig.scalar_decls:
+        st = scalar_c(d)
+        if st.kind != "int" or st.size != 8 or d.name not in values:
+            continue
+        for k, v in enumerate(scalar_items(d, values[d.name])):
+            if aot_int(st.code, int(v)) is None:
+                label = repr(d.name) if d.py_type is int else f"{d.name!r}[{k}]"
+                lo, hi = AOT_INT_RANGES[st.code]
+                return (f"scalar {label} = {v} is a 64-bit {st.c} whose value is outside [{lo}, {hi}]: TensorRT's AOT "
+                        "launch passes scalars as 32-bit extra arguments (SymInt32), so the JIT impl, which launches "
+                        "the exact value, runs the layer instead (the engine then needs trt_kernels imported to run)")
+    by_index = [values.get(d.name) for d in sig.scalar_decls]
+    for i, e in enumerate(sig.extras):  # a size that reads a tensor's shape is TensorRT's to compute
+        st = SIZE_TYPES[sig.extra_ctype(i)]
+        reads = list(leaves(e))
+        if st.size != 8 or not any(isinstance(x, ScalarOf) for x in reads):
+            continue
+        if not all(isinstance(x, Const) or (isinstance(x, ScalarOf) and by_index[x.scalar] is not None)
+                   for x in reads):
+            continue
+        try:
+            v = int(evaluate(e, SizesEvaluator((), by_index)))
+        except (ZeroDivisionError, TypeError, IndexError):
+            continue  # the launch reports it
+        if aot_int(st.code, v) is None:
+            lo, hi = AOT_INT_RANGES[st.code]
+            return (f"extras[{i}] ({sig.extra_labels[i]}) = {v}, a 64-bit {st.c} computed from scalars, is outside "
+                    f"[{lo}, {hi}]: TensorRT's AOT launch passes sizes as 32-bit extra arguments (SymInt32), so the "
+                    "JIT impl, which launches the exact value, runs the layer instead (the engine then needs "
+                    "trt_kernels imported to run)")
+    return None
 
 
 def _value(p: Param, tensors, scalars, extras, outs) -> Any:
@@ -121,4 +175,4 @@ def _value(p: Param, tensors, scalars, extras, outs) -> Any:
     raise ValueError(f"unknown parameter role {p.role!r}")
 
 
-__all__ = ("LaunchRecipe", "ROLES", "make", "tensorrt_narrowed", "tensorrt_order")
+__all__ = ("LaunchRecipe", "ROLES", "aot_int", "aot_scalar_refusal", "make", "tensorrt_narrowed", "tensorrt_order")

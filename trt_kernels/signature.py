@@ -54,6 +54,14 @@ def scalar_type(d: ScalarInput) -> type:
     return d.py_type[0] if isinstance(d.py_type, tuple) else d.py_type
 
 
+def scalar_c(d: ScalarInput) -> _dt.ScalarType:
+    """The C type of a (validated) scalar input, or of each element of a tuple input: its ``ctype`` (an int
+    input's may be 64-bit), else its Python type's own (``int``, ``float``, ``bool``)."""
+    t = scalar_type(d)
+    ctype = d.ctype
+    return SCALAR_TYPES[t] if ctype is None else _dt.SCALAR_CTYPES[t][ctype]
+
+
 def scalar_len(d: ScalarInput) -> Optional[int]:
     """How many values a tuple input takes; None for a plain scalar."""
     return d.py_type[1] if isinstance(d.py_type, tuple) else None
@@ -303,7 +311,7 @@ class Signature(Frozen):
         out = [Param("ptr", 8, "Q", f"const {_dt.c_type(dt)}* {d.name}", "input", t)
                for t, (d, dt) in enumerate(zip(self.tensor_decls, ins))]
         for i, s in enumerate(self.scalar_decls):
-            st = SCALAR_TYPES[scalar_type(s)]
+            st = scalar_c(s)
             kind, size, code, ct = st.kind, st.size, st.code, st.c
             n = scalar_len(s)
             if n is None:

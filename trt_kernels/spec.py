@@ -143,14 +143,21 @@ class ScalarInput(Frozen):
 
     ``default``: the value a call that leaves the argument out gets (``float eps=1e-06`` in the
     schema); only trailing inputs may have one, as in a torch schema.
+
+    ``ctype``: the parameter's C type as the kernel declares it, for an ``int`` (or ``(int, n)``) input
+    one of :data:`trt_kernels.dtypes.SIZE_TYPES` (``"int"``, ``"unsigned"``, ``"long"``, ``"long long"``,
+    ``"int64_t"``, ``"uint64_t"``, ``"size_t"``, ...): a 64-bit one takes any value of its type (over
+    2**31, negative for a signed one). None (the default): ``int``, ``float``, ``bool``. Example:
+    ``ttk.ScalarInput("seed", int, ctype="uint64_t")``.
     """
 
     name: str
     py_type: Any
     default: Any = None
+    ctype: Optional[str] = None
 
-    def __init__(self, name: str, py_type: Any, default: Any = None) -> None:
-        self.__dict__.update(name=name, py_type=py_type, default=default)
+    def __init__(self, name: str, py_type: Any, default: Any = None, ctype: Optional[str] = None) -> None:
+        self.__dict__.update(name=name, py_type=py_type, default=default, ctype=ctype)
 
 
 InputSpec = Union[InputDecl, ScalarInput]

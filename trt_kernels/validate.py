@@ -301,8 +301,8 @@ MAX_TUPLE = 64  # elements of a tuple scalar input (each is a kernel parameter)
 
 
 def _scalar_input(op: str, where: str, d: spec.ScalarInput) -> spec.ScalarInput:
-    """A scalar input checked: its type (``float``, ``int``, ``bool`` or ``(int | float, n)``) and its
-    default; returned with the default normalized (a float as float, a tuple's as a tuple)."""
+    """A scalar input checked: its type (``float``, ``int``, ``bool`` or ``(int | float, n)``), its C type
+    (``ctype``) and its default; returned with the default normalized (a float as float, a tuple's as a tuple)."""
     t = d.py_type
     if isinstance(t, (tuple, list)):
         if isinstance(t, list) or len(t) != 2 or t[0] not in (int, float, bool) or isinstance(t[1], bool) \
@@ -321,21 +321,44 @@ def _scalar_input(op: str, where: str, d: spec.ScalarInput) -> spec.ScalarInput:
     else:
         raise fail(op, where + ".py_type", f"{t!r} is not supported",
                     "use float, int or bool, or a fixed-length tuple (int, n) / (float, n)")
+    st = _scalar_ctype(op, where + ".ctype", d.ctype, elem)
     if d.default is None:
         return d
     if n is None:
-        return spec.ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem))
+        return spec.ScalarInput(d.name, d.py_type, _scalar_default(op, where + ".default", d.default, elem, st),
+                                d.ctype)
     value = d.default
     if not isinstance(value, (tuple, list)) or len(value) != n:
         raise fail(op, where + ".default", f"{value!r} is not {n} values"[:200],
                     f"give a tuple of {n} {elem.__name__}s, "
                     f"e.g. default=({', '.join(['0' if elem is int else '0.0'] * n)})")
-    return spec.ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem)
-                                                for k, v in enumerate(value)))
+    return spec.ScalarInput(d.name, d.py_type, tuple(_scalar_default(op, f"{where}.default[{k}]", v, elem, st)
+                                                for k, v in enumerate(value)), d.ctype)
 
 
-def _scalar_default(op: str, where: str, value, t: type):
-    """One default value checked against the kernel's C type (it is baked into calls and engines)."""
+def _scalar_ctype(op: str, where: str, ctype, elem: type) -> _dt.ScalarType:
+    """The C type a scalar input declares (``ScalarInput.ctype``; None: the Python type's own)."""
+    allowed = _dt.SCALAR_CTYPES[elem]
+    if ctype is None:
+        return allowed[_dt.DEFAULT_CTYPES[elem]]
+    if isinstance(ctype, str) and ctype in allowed:
+        return allowed[ctype]
+    if elem is float and ctype == "double":
+        raise fail(op, where, "'double': a 64-bit float scalar is not supported (TensorRT's AOT launch passes "
+                   "32-bit extra arguments, and TensorRT's ONNX parser reads float attributes as 32-bit)",
+                   "make the kernel's parameter a float and declare ttk.ScalarInput(name, float), or pass the value "
+                   "in a float64 tensor input")
+    if elem is not int and isinstance(ctype, str) and ctype in _dt.SIZE_TYPES:
+        raise fail(op, where, f"{ctype!r} is a C integer type, but the input is a {elem.__name__}",
+                   f"declare ttk.ScalarInput(name, int, ctype={ctype!r}) if the kernel takes an integer there, or "
+                   f"leave ctype out for a C {_dt.DEFAULT_CTYPES[elem]}")
+    raise fail(op, where, f"{ctype!r} is not a C type a {elem.__name__} scalar input may have",
+               f"use one of {', '.join(map(repr, allowed))}" if elem is int else
+               f"leave ctype out (the kernel's parameter is a C {_dt.DEFAULT_CTYPES[elem]})")
+
+
+def _scalar_default(op: str, where: str, value, t: type, st: _dt.ScalarType):
+    """One default value checked against the kernel's C type ``st`` (it is baked into calls and engines)."""
     if t is bool:
         if not isinstance(value, bool):
             raise fail(op, where, f"{value!r} is not a bool"[:200], "give True or False")
@@ -344,15 +367,25 @@ def _scalar_default(op: str, where: str, value, t: type):
         raise fail(op, where, f"{value!r} is not {'an int' if t is int else 'a float'}"[:200],
                     f"give a Python {t.__name__}")
     if t is int:
-        if not -(2**31) <= value < 2**31:
-            raise fail(op, where, f"{value} does not fit the kernel's 32-bit C int",
-                        "give a value in [-2**31, 2**31-1]")
+        lo, hi = _dt.INT_RANGES[st.code]
+        if not lo <= value <= hi:
+            raise fail(op, where, f"{value} does not fit the kernel's {_c_int_name(st)}",
+                       f"give a value in [{lo}, {hi}]" + (", or, where the kernel's parameter is 64-bit, say so: "
+                                                          "ctype='long long'" if st.size == 4 else ""))
+        if value > 2**63 - 1:
+            raise fail(op, where, f"{value} is over 2**63-1, which a torch schema's int (int64) cannot hold",
+                       "give a default in [0, 2**63-1]")
         return value
     value = float(value)
     if not math.isfinite(value) or abs(value) > 3.4028234663852886e38:
         raise fail(op, where, f"{value} is not a finite 32-bit C float (a torch schema cannot hold inf or nan "
                     "defaults)", "give a finite default, or no default")
     return value
+
+
+def _c_int_name(st: _dt.ScalarType) -> str:
+    """``32-bit C int (int)``, ``64-bit unsigned C int (unsigned long long)``: a C integer type for messages."""
+    return f"{_dt.INT_NAMES[st.code].replace('int', 'C int')} ({st.c})"
 
 
 def _check_trailing_defaults(op: str, inputs) -> None:

@@ -26,8 +26,8 @@ one needing more than 48 KB of shared memory is left out of the plugin, and eage
 
 Kernels that write their inputs in place (``IN_PLACE``: an AdamW step over parameters and moments, a
 KV-cache write through a slot mapping) declare those inputs ``mutated=True``: the op returns nothing and
-writes the caller's tensors, under ``torch.compile`` too. Their TensorRT plugins are not registered yet
-(TensorRT's aliased plugin I/O is still to come): inside Torch-TensorRT graphs they stay in PyTorch.
+writes the caller's tensors, under ``torch.compile`` too. Inside Torch-TensorRT engines each is a JIT plugin
+that outputs the written inputs' new values (docs/tensorrt.md, "Ops that write inputs in place").
 """
 
 from __future__ import annotations

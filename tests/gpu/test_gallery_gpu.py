@@ -313,6 +313,25 @@ def test_in_place_eager_writes_what_the_reference_computes(in_place_ops, kernel)
         assert ok, (size, err)
 
 
+@no_standin
+@pytest.mark.parametrize("kernel", IN_PLACE)
+def test_in_place_jit_plugin_replays_the_write_into_its_outputs(in_place_ops, kernel):
+    """The TensorRT plugin of an in-place op (JIT: no aliased I/O without the builder's preview feature) outputs
+    each written input's new value, leaving its inputs as they were; bit for bit the eager op's writes."""
+    from trt_kernels.testing import aot_replay, jit_replay
+
+    op = in_place_ops[kernel.name]
+    for size in kernel.edges:
+        args = kernel.inputs("cuda", size)
+        keep = _clones(args)
+        res = jit_replay(op, *args)  # raises if the plugin wrote an input
+        assert len(res.outputs) == len(kernel.written) and res.bitwise_equal, (size, res.max_abs_diff())
+        for got, want in zip(res.outputs, kernel.reference(*keep)):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="has no AOT plugin .*in place"):
+        aot_replay(op, *args)
+
+
 @pytest.mark.parametrize("kernel", IN_PLACE)
 def test_in_place_under_torch_compile_writes_the_callers_tensors(in_place_ops, kernel):
     op = in_place_ops[kernel.name]

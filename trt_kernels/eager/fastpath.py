@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
-from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SCALAR_TYPES, SIZE_TYPES
+from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SIZE_TYPES, c_scalar_text
 from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
-from trt_kernels.limits import GRID_LIMITS, INT32_MAX, INT64_MAX
-from trt_kernels.signature import scalar_len, scalar_type, scalar_value
+from trt_kernels.limits import GRID_LIMITS, INT64_MAX
+from trt_kernels.signature import scalar_c, scalar_len, scalar_value
 
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
     from trt_kernels.recipe import LaunchRecipe
@@ -81,21 +81,33 @@ def scalar_error(kop, args, exc) -> InputError:
         if kop.sig.arg_kinds[i] != "scalar":
             continue
         val = args[i]
-        t, n = scalar_type(d), scalar_len(d)
+        n = scalar_len(d)
         if n is not None:
             try:
                 scalar_value(kop.op_name, d, val)  # the length and the element types
             except InputError as e:
                 return e
+        st = scalar_c(d)
         for k, v in enumerate([val] if n is None else val):
             try:
-                struct.pack("=" + SCALAR_TYPES[t].code, v)
-            except (struct.error, OverflowError):
-                kind = {float: "a 32-bit C float", int: "a 32-bit C int", bool: "a C bool"}[t]
+                struct.pack("=" + st.code, v)
+            except (struct.error, OverflowError, TypeError):
                 label = repr(d.name) if n is None else f"{d.name!r}[{k}]"
-                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {kind}. "
-                                  "Fix: pass a value in range")
+                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {c_scalar_text(st)}. "
+                                  f"Fix: {scalar_fix(st)}")
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
+
+
+def scalar_fix(st) -> str:
+    """The fix for a scalar value outside its C type ``st``."""
+    if st.kind != "int":
+        return "pass a value in range"
+    lo, hi = INT_RANGES[st.code]
+    fix = f"pass a value in [{lo}, {hi}]"
+    if st.size == 4:
+        fix += (", or, where the kernel's parameter is 64-bit, declare it so: ttk.ScalarInput(name, int, "
+                "ctype='long long')")
+    return fix
 
 
 def scratch_buffers(scratch, blocks: int, device) -> List[Tuple[Any, int]]:
@@ -122,17 +134,19 @@ class _Names:
     """Hoisted reads of sizes: ``n{t} = a.numel()``, ``s{t} = a.shape``, ``c{s}_{i} = a[i]`` (an int
     scalar input, or an element of an int tuple input, read by a size expression)."""
 
-    def __init__(self, arg_of_tensor: List[int], arg_of_scalar: Sequence[int] = ()):
+    def __init__(self, arg_of_tensor: List[int], arg_of_scalar: Sequence[int] = (), scalar_codes: Sequence[str] = ()):
         self.arg_of_tensor = arg_of_tensor
         self.arg_of_scalar = arg_of_scalar
+        self.scalar_codes = scalar_codes  # each scalar input's struct code (default: a C int's)
         self.lines: List[str] = []
         self.have: set = set()
-        self.scalars: List[str] = []  # the hoisted scalar names, whose C int range the launcher checks
+        # the hoisted scalar names with their struct codes, whose C int range the launcher checks
+        self.scalars: List[Tuple[str, str]] = []
 
     def scalar(self, s: int, index: Optional[int]) -> str:
         name = f"c{s}" if index is None else f"c{s}_{int(index)}"
         if name not in self.have:
-            self.scalars.append(name)
+            self.scalars.append((name, self.scalar_codes[s] if s < len(self.scalar_codes) else "i"))
         arg = f"a{self.arg_of_scalar[s]}"
         return self._bound(name, arg if index is None else f"{arg}[{int(index)}]")
 
@@ -219,7 +233,7 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     nargs = len(kinds)
     tpos = list(kop.sig.tensor_pos)
     spos = [i for i, k in enumerate(kinds) if k == "scalar"]
-    names = _Names(tpos, spos)
+    names = _Names(tpos, spos, [scalar_c(d).code for d in kop.sig.scalar_decls])
     tuples = [(p, scalar_len(d)) for p, d in zip(spos, kop.sig.scalar_decls) if scalar_len(d) is not None]
     pack = kop.param_pack(recipe)
     P = prefix
@@ -333,8 +347,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
         checks += [f"if {' or '.join(conds)}: {P}size_error(({params},))"] if conds else []
     body += names.lines
     if names.scalars:  # a scalar read by a size: its C int range first (it sizes what is allocated)
-        body.append(f"    if {' or '.join(f'not {-INT32_MAX - 1} <= {c} <= {INT32_MAX}' for c in names.scalars)}: "
-                    f"{P}bad_scalars(({params},))")
+        ranges = [f"not {INT_RANGES[k][0]} <= {c} <= {INT_RANGES[k][1]}" for c, k in names.scalars]
+        body.append(f"    if {' or '.join(ranges)}: {P}bad_scalars(({params},))")
     sizes: List[str] = checks + [f"x{i} = {src}" for i, src in enumerate(extra_src)]
     sizes.append(f"gx = {grid_src[0]}; gy = {grid_src[1]}; gz = {grid_src[2]}")
     negative = [g for g, e in zip(("gx", "gy", "gz"), plan.grid) if _may_be_negative(e)]

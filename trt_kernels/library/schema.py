@@ -7,10 +7,9 @@ import struct
 
 import torch
 
-from trt_kernels.dtypes import SCALAR_TYPES
 from trt_kernels.errors import SpecError
 from trt_kernels.op import KernelOp
-from trt_kernels.signature import scalar_len, scalar_type, scalar_type_name
+from trt_kernels.signature import scalar_c, scalar_len, scalar_type_name
 
 
 def build_schema(kop: KernelOp) -> str:
@@ -86,7 +85,7 @@ def check_schema(kop: KernelOp) -> None:
                 if n is not None and len(items) != n:
                     raise struct.error
                 for x in items:
-                    struct.pack("=" + SCALAR_TYPES[scalar_type(d)].code, x)
+                    struct.pack("=" + scalar_c(d).code, x)
             except (struct.error, OverflowError, TypeError):
                 raise bad(where, f"default {value!r} does not fit the kernel's C {want}",
                           "give a default in range") from None

@@ -140,10 +140,30 @@ def _fix(found: Sequence[Tuple[str, int]], params: Sequence[Param], hidden: str)
         want = "'long long' or 'size_t'" if size == 8 else "'int' or 'unsigned'"
         return f"give this entry of extras the kernel's C type: ttk.SizeArg(name, value, ctype={want})"
     if p.role == "scalar":
-        want = {"f32": "float", "u8": "bool", "s8": "bool", "u32": "int", "s32": "int"}.get(kind)
-        if want is not None:
-            return f"declare this ttk.ScalarInput of inputs with type {want} (the kernel's {kind})"
-        return reorder
+        return _scalar_fix(p, kind, size) or reorder
     if p.role == "extra" and kind == "f32":
         return "a float where the declaration has one of extras: declare it in inputs as ttk.ScalarInput(name, float)"
     return reorder
+
+
+def _scalar_fix(p: Param, kind: str, size: int) -> str:
+    """The fix where the kernel's parameter at a scalar input's position is a value of another type or width
+    (empty: none that a type change makes; then the order differs)."""
+    name = p.label.split(" /*")[0].rsplit(" ", 1)[-1]
+    if p.element is not None:
+        name = name.rsplit("_", 1)[0]
+    if p.kind == "int" and kind[0] in "usb" and kind[1:] in ("32", "64") and size != p.size:
+        if size == 8:
+            return (f"the kernel's parameter is a 64-bit integer ({kind}): declare it so, "
+                    f"ttk.ScalarInput({name!r}, int, ctype='long long') (or the kernel's own spelling: 'long', "
+                    "'int64_t', 'uint64_t', 'size_t'); if it is a pointer, the order differs: name the declaration's "
+                    "inputs, outputs and extras as the kernel's parameters, or pass params=[...]")
+        return (f"the kernel's parameter is a 32-bit integer ({kind}): declare it so, "
+                f"ttk.ScalarInput({name!r}, int, ctype='int') (or 'unsigned')")
+    want = {"f32": "float", "u8": "bool", "s8": "bool", "b8": "bool", "u32": "int", "s32": "int"}.get(kind)
+    if want is not None:
+        return f"declare this ttk.ScalarInput of inputs with type {want} (the kernel's {kind})"
+    if kind == "f64":
+        return ("the kernel's parameter is a double, which scalar inputs do not take: make it a float in the kernel "
+                "and declare ttk.ScalarInput(name, float), or pass the value in a tensor input")
+    return ""

@@ -15,7 +15,8 @@ from typing import List, Optional
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
 # words a parameter's last identifier cannot be: then it has no name
 _NOT_NAMES = frozenset("""const volatile restrict __restrict__ __restrict int unsigned signed long short char
-float double bool void size_t half __half __nv_bfloat16 struct class typename auto""".split())
+float double bool void size_t half __half __nv_bfloat16 struct class typename auto int8_t uint8_t int16_t uint16_t
+int32_t uint32_t int64_t uint64_t ptrdiff_t intptr_t uintptr_t""".split())
 
 
 def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:

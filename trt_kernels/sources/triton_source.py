@@ -29,11 +29,11 @@ import torch
 
 from trt_kernels import dtypes as _dt
 from trt_kernels._record import Frozen, plain_record
-from trt_kernels.dtypes import SCALAR_TYPES, SIZE_TYPES, TENSOR_TYPES
+from trt_kernels.dtypes import SIZE_TYPES, TENSOR_TYPES
 from trt_kernels.errors import KernelABIError, SpecError
 from trt_kernels.expr import Expr
 from trt_kernels.limits import STATIC_SHARED_MEM
-from trt_kernels.signature import Signature, scalar_type
+from trt_kernels.signature import Signature, scalar_c
 from trt_kernels.sources import abi as _abi
 from trt_kernels.sources import triton_compile as _tc
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
@@ -744,7 +744,7 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
         if p.role == "output":
             return "*" + TENSOR_TYPES[outs[p.index]].triton
         if p.role == "scalar":
-            return SCALAR_TYPES[scalar_type(sig.scalar_decls[p.index])].triton
+            return scalar_c(sig.scalar_decls[p.index]).triton
         return SIZE_TYPES[sig.extra_ctype(p.index)].triton  # an extra: i32 unless a SizeArg says otherwise
 
     it = iter([triton_type(p) for p in sig.params(dtype)])

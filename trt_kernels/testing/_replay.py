@@ -19,7 +19,10 @@ Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (install
     assert r.bitwise_equal, r
 
 :func:`jit_replay` does the same for the JIT plugin (``trtp.impl``, run through NVIDIA's
-``enqueue``).
+``enqueue``). For an op that writes inputs in place the plugin's outputs are its fresh outputs then each
+written input's new value (a JIT plugin: see :attr:`KernelOp.aot`), compared with the eager op run on
+copies of the inputs; the replay also checks the plugin left its inputs as they were (TensorRT's plugin
+inputs are read-only).
 """
 
 from dataclasses import dataclass, field
@@ -101,6 +104,8 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
     returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
     context first (e.g. to hand an ``aot_fn`` the stand-in ``tensorrt.plugin`` module)."""
     kop, tensors, attrs, trt_inputs = _arguments(op, args)
+    if not kop.aot.aot:
+        raise ValueError(f"{kop.op_name} has no AOT plugin ({kop.aot.why}); jit_replay replays its JIT plugin")
     with standin() as env:
         if on_standin is not None:
             on_standin(env)
@@ -151,11 +156,23 @@ def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) ->
         register_plugin(kop, env.trt, env.trtp)
         res = env.build(kop.op_name, inputs=trt_inputs, attrs=attrs, aot=False)
         outs = [_poisoned(s, torch_dtype(env.trt, d), dev) for s, d in zip(res.output_shapes, res.output_dtypes)]
+        before = [t.clone() for t in tensors]
         res.enqueue([t.data_ptr() for t in tensors], [o.data_ptr() for o in outs],
                     torch.cuda.current_stream(dev).cuda_stream)
     torch.cuda.synchronize(dev)
-    eager = kop.overload(*args)
-    eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    for name, t, b in zip(kop.sig.tensor_names, tensors, before):
+        if not torch.equal(_bits(t), _bits(b)):
+            raise RuntimeError(f"{kop.op_name}: the JIT plugin wrote its input {name!r}, which TensorRT passes "
+                               "read-only")
+    if kop.sig.mutated:  # eager on copies: its fresh outputs, then the written inputs' new values
+        copies = {i: a.clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+        eager = kop.overload(*[copies.get(i, a) for i, a in enumerate(args)])
+        eager = [] if eager is None else list(eager) if isinstance(eager, (tuple, list)) else [eager]
+        written = [i for i, k in enumerate(kop.sig.arg_kinds) if k == "tensor"]
+        eager += [copies[written[t]] for t in kop.sig.mutated]
+    else:
+        eager = kop.overload(*args)
+        eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name="(trtp.impl)", grid=(0, 0, 0),
                         block=(0, 0, 0), shared_mem=0, extra_args=[], outputs=outs, eager=eager)
