@@ -188,3 +188,10 @@ def test_validation_happens_before_compiling(monkeypatch):
 
     monkeypatch.setattr(comp, "_nvrtc_compile", boom)
     expect(r"duplicate name", sigmoid_spec(inputs=[ttk.InputDecl("x"), ttk.InputDecl("x")]))
+
+
+@pytest.mark.parametrize("path", ["a\x00b", "", 3])
+def test_an_include_path_that_is_no_directory_path_is_refused(path):
+    """A NUL character cannot be in a path (the OS refuses it): the same SpecError as any other invalid path."""
+    msg = expect(r"include_paths\[1\]: .* is not a directory path", sigmoid_spec(include_paths=["/opt/inc", path]))
+    assert "no NUL character" in msg

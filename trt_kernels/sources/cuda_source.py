@@ -196,8 +196,9 @@ def _check_build_fields(op: str, spec: KernelSpec) -> None:
         paths = sequence(op, "include_paths", spec.include_paths,
                           "pass a list of directories, e.g. include_paths=['/opt/inc']")
         for i, d in enumerate(paths):
-            if not isinstance(d, str) or not d:
-                raise fail(op, f"include_paths[{i}]", f"{d!r} is not a directory path", "give each directory as a str")
+            if not isinstance(d, str) or not d or "\0" in d:
+                raise fail(op, f"include_paths[{i}]", f"{d!r} is not a directory path",
+                           "give each directory as a str (no NUL character)")
             check_encodable(op, f"include_paths[{i}]", d)
     if spec.compile_std not in _STDS:
         raise fail(op, "compile_std", f"{spec.compile_std!r} is not a C++ standard NVRTC takes",
