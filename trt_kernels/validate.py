@@ -235,7 +235,8 @@ def validate_signature(
         extras=tuple(_resolve(e, tnames, scalars) for e in extras), extra_labels=tuple(str(e) for e in extras),
         launches=tuple(launches), type_params=tp, checks=check_sigs, extra_names=extra_names,
         extra_ctypes=extra_ctypes if any(c != "int" for c in extra_ctypes) else (),
-        order=_param_order(op, _items(tensors, scalars, extra_names, outs), params, kernel_params, kernel_label),
+        order=_param_order(op, _items(tensors, scalars, extra_names, outs), params, kernel_params, kernel_label,
+                           complete=bool(outs) or any(t.mutated for t in tensors)),
     )
 
 
@@ -436,8 +437,8 @@ def _items(tensors, scalars, extra_names, outs) -> list:
     return items
 
 
-def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[str]], kernel: str
-                 ) -> Tuple[int, ...]:
+def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[str]], kernel: str,
+                 complete: bool = True) -> Tuple[int, ...]:
     """The kernel's parameter order as a permutation of the calling convention's (``()``: that order).
 
     ``params`` (the user's list of declared names, in the kernel's order) decides when given. Otherwise,
@@ -445,7 +446,8 @@ def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[
     may be ``x_ptr``; a tuple input ``pads`` its ``pads_0`` ...), each takes the kernel's position of its
     name and the unnamed extras fill the positions left, in declaration order. Else the convention's
     order stands, and a kernel name that is another declared item's is an error (the silent swap it
-    would be)."""
+    would be). Where every declared name is the kernel's and the kernel has parameters none matches,
+    the declaration (``complete``: its outputs declared) is refused naming them, before anything compiles."""
     starts, k = [], 0
     for _, _, count, _ in items:
         starts.append(k)
@@ -492,6 +494,16 @@ def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[
         for e in range(count):
             taken[first + e] = starts[i] + e
     free = [j for j in range(len(kernel_params)) if j not in taken]
+    if complete and len(kernel_params) > total and len(free) > len(unmatched):
+        # every name matched, yet the kernel takes more (not for an override path, whose outputs meta_fn says)
+        left = ", ".join(f"{kernel_params[j]!r} (parameter {j})" for j in free)
+        fill = (f" ({len(unmatched)} unnamed {'extra fills' if len(unmatched) == 1 else 'extras fill'} "
+                f"{'one' if len(unmatched) == 1 else 'some'} of them)" if unmatched else "")
+        first = kernel_params[free[0]]
+        raise fail(op, "extras", f"{kernel} takes {len(kernel_params)} parameters and the declaration gives {total}: "
+                   f"{left} {'matches' if len(free) == 1 else 'match'} no declared name{fill}",
+                   f"declare each: a size or constant in extras, e.g. ttk.SizeArg({first!r}, ttk.Numel('x'), "
+                   f"ctype='int'), or a by-value argument in inputs, e.g. ttk.ScalarInput({first!r}, float)")
     if len(kernel_params) != total or len(free) != len(unmatched):
         return _convention(op, items, kernel_params, kernel, found)
     for j, i in zip(free, unmatched):

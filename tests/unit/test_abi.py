@@ -37,8 +37,21 @@ def test_swapped_extra_and_scalar_is_caught():
     assert "Fix: declare this ttk.ScalarInput of inputs with type int (the kernel's u32)" in msg
 
 
-def test_missing_extra_is_caught():
+def test_missing_extra_is_named_before_compiling():
+    """Every declared name is one of the kernel's: the kernel parameter none matches is named, with its fix."""
     spec = sigmoid_spec(extras=[], arch_override="sm_90")
+    with pytest.raises(ttk.SpecError, match=r"extras: kernel 'my_sigmoid' takes 3 parameters and the declaration "
+                                            r"gives 2: 'n' \(parameter 1\) matches no declared name") as info:
+        ttk.cuda_kernel_op(unique(), spec)
+    assert "Fix: declare each: a size or constant in extras, e.g. ttk.SizeArg('n'" in str(info.value)
+
+
+def test_missing_extra_is_caught_where_the_names_do_not_tell():
+    """The kernel's names are not the declaration's: the ABI check finds the parameter missing, per position."""
+    src = SIGMOID.replace("const float* __restrict__ x, int n, float* __restrict__ y",
+                          "const float* __restrict__ src, int n, float* __restrict__ dst")
+    src = src.replace("y[i]", "dst[i]").replace("-x[i]", "-src[i]")
+    spec = sigmoid_spec(kernel_source=src, extras=[], arch_override="sm_90")
     with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives 2") as info:
         ttk.cuda_kernel_op(unique(), spec)
     assert "parameter 2: the kernel has u64; the declaration gives none" in str(info.value)
@@ -118,5 +131,6 @@ def test_an_entry_without_recorded_parameters_is_checked_from_its_ptx(tmp_path, 
     assert old.from_cache and old.params_of("my_sigmoid") is None and old.ptx == prog.ptx
     ttk.cuda_kernel_op(unique(), sigmoid_spec(arch_override="sm_90"))
     comp._MEMO.clear()
-    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives 2"):
-        ttk.cuda_kernel_op(unique(), sigmoid_spec(extras=[], arch_override="sm_90"))
+    with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives others"):
+        ttk.cuda_kernel_op(unique(), sigmoid_spec(extras=[ttk.SizeArg("n", ttk.Numel("x"), "long long")],
+                                                  arch_override="sm_90"))

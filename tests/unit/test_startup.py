@@ -146,7 +146,8 @@ def test_abi_mismatch_is_still_caught_from_the_cache(warm_cache):
         try:
             ttk.cuda_kernel_op("kern_seed_bad::sigmoid", ttk.KernelSpec(
                 kernel_source=seed_specs.CU_SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
-                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[],
+                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                extras=[ttk.SizeArg("n", ttk.Numel("x"), "long long")],  # the kernel has int n
                 geometry=ttk.Elementwise(block=(256,))))
         except ttk.KernelABIError as e:
             print("ABI " + str(e).splitlines()[0])
