@@ -502,8 +502,9 @@ def _param_order(op: str, items: list, params, kernel_params: Optional[Sequence[
         first = kernel_params[free[0]]
         raise fail(op, "extras", f"{kernel} takes {len(kernel_params)} parameters and the declaration gives {total}: "
                    f"{left} {'matches' if len(free) == 1 else 'match'} no declared name{fill}",
-                   f"declare each: a size or constant in extras, e.g. ttk.SizeArg({first!r}, ttk.Numel('x'), "
-                   f"ctype='int'), or a by-value argument in inputs, e.g. ttk.ScalarInput({first!r}, float)")
+                   f"declare each as the kernel has it: a size or constant in extras, e.g. ttk.SizeArg({first!r}, "
+                   f"ttk.Numel('x'), ctype='int'), or a by-value argument in inputs, ttk.ScalarInput({first!r}, "
+                   "int | float | bool)")
     if len(kernel_params) != total or len(free) != len(unmatched):
         return _convention(op, items, kernel_params, kernel, found)
     for j, i in zip(free, unmatched):

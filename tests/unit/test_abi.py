@@ -43,7 +43,8 @@ def test_missing_extra_is_named_before_compiling():
     with pytest.raises(ttk.SpecError, match=r"extras: kernel 'my_sigmoid' takes 3 parameters and the declaration "
                                             r"gives 2: 'n' \(parameter 1\) matches no declared name") as info:
         ttk.cuda_kernel_op(unique(), spec)
-    assert "Fix: declare each: a size or constant in extras, e.g. ttk.SizeArg('n'" in str(info.value)
+    assert "Fix: declare each as the kernel has it: a size or constant in extras, e.g. ttk.SizeArg('n'" \
+        in str(info.value)
 
 
 def test_missing_extra_is_caught_where_the_names_do_not_tell():
