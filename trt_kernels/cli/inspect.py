@@ -105,10 +105,10 @@ def gather_or_report(command: str, gather: Callable[[], Any], as_json: bool, sch
 
 def pick_arch(arch: Optional[str]) -> Tuple[str, Optional[str]]:
     """(arch to compile for, a note when it is the default): the one rule, :func:`compile_arch`."""
-    from trt_kernels.sources.nvrtc import DEFAULT_ARCH, compile_arch
+    from trt_kernels.sources.nvrtc import DEFAULT_ORIGIN, compile_arch
 
     chosen, origin = compile_arch(arch)
-    if origin.startswith("the default") and chosen == DEFAULT_ARCH:
+    if origin == DEFAULT_ORIGIN:
         return chosen, f"compiled for {chosen}, {origin} (pass --arch to choose)"
     return chosen, None
 

@@ -156,6 +156,8 @@ def env_arch() -> Optional[str]:
 #: The compile arch where none is given, no GPU is visible and ``TRT_KERNELS_ARCH`` is unset (a CPU machine):
 #: the kernel is compiled for it to check its parameters and fill the cache; launching needs the GPU's arch.
 DEFAULT_ARCH = "sm_90"
+#: where :func:`compile_arch` says the arch came from when it is :data:`DEFAULT_ARCH`
+DEFAULT_ORIGIN = "the default: no GPU visible and TRT_KERNELS_ARCH unset"
 
 
 def compile_arch(given: Optional[str] = None) -> Tuple[str, str]:
@@ -170,7 +172,7 @@ def compile_arch(given: Optional[str] = None) -> Tuple[str, str]:
     found = default_arch()
     if found:
         return found, "the visible GPU"
-    return DEFAULT_ARCH, "the default: no GPU visible and TRT_KERNELS_ARCH unset"
+    return DEFAULT_ARCH, DEFAULT_ORIGIN
 
 
 def default_arch() -> Optional[str]:
