@@ -8,17 +8,20 @@ dataclasses. A record instead writes its ``__init__`` by hand (storing its argum
 ``self.__dict__``) and takes the other methods from :class:`Record` / :class:`Frozen`, which
 behave as the generated ones do (``__eq__`` / ``__hash__`` compare the fields as a tuple,
 ``__repr__`` lists them, a frozen record raises ``dataclasses.FrozenInstanceError`` on
-assignment). :func:`record` then registers the class's fields with ``dataclasses`` without
-generating anything, so ``dataclasses.fields`` / ``replace`` / ``asdict`` / ``is_dataclass``
-work on records as on any dataclass. The package's internal records (:func:`plain_record`) skip
-even that registration: they list their fields in ``__match_args__`` (their ``field()`` defaults stay
-on the class, unused by the hand-written ``__init__``) and :func:`replace` copies them.
+assignment). :func:`record` then has the class's fields registered with ``dataclasses`` (which
+generates nothing) the first time anything asks for them, so ``dataclasses.fields`` / ``replace`` /
+``asdict`` / ``is_dataclass`` work on records as on any dataclass, and an import that never asks pays
+nothing for it (the registration, ~0.1 ms per class, was about 2 ms of every ``import trt_kernels`` for
+the spec's and expressions' 18 classes). The package's internal records (:func:`plain_record`) are never
+registered: they list their fields in ``__match_args__`` (their ``field()`` defaults stay on the class,
+unused by the hand-written ``__init__``) and :func:`replace` copies them.
 ``tests/unit/test_records.py`` checks every record against what ``@dataclass`` makes of the same
 fields, and that nothing ``import trt_kernels`` loads generates dataclass methods.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, Tuple, TypeVar
 
@@ -38,10 +41,41 @@ class _Factory:
 FACTORY: Any = _Factory()
 
 
+_REGISTERING = threading.Lock()
+
+
+class _Unregistered:
+    """What ``__dataclass_fields__`` and ``__dataclass_params__`` are on a :func:`record` class until
+    something asks for one: asked (by ``dataclasses.fields`` / ``is_dataclass`` / ``replace`` / ``asdict``,
+    on the class, an instance or a subclass), it has ``dataclasses`` register the class, which puts the
+    real values in place of both, and returns its own. (A non-data descriptor in the class's own
+    namespace: nothing else is looked up differently.)"""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner: type, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        owner = self.owner
+        with _REGISTERING:
+            if owner.__dict__.get(self.name) is self:
+                dataclass(init=False, repr=False, eq=False)(owner)
+        return owner.__dict__[self.name]
+
+
+def registered(cls: type) -> bool:
+    """Whether the :func:`record` class ``cls`` has been registered with ``dataclasses`` yet (tests)."""
+    return not isinstance(cls.__dict__.get("__dataclass_fields__"), _Unregistered)
+
+
 def record(cls: T) -> T:
-    """Register ``cls``'s annotated fields with ``dataclasses``; its methods are its own. For the
-    records users build and may take apart with ``dataclasses`` (the spec's and expressions')."""
-    return dataclass(init=False, repr=False, eq=False)(cls)
+    """A record users build and may take apart with ``dataclasses`` (the spec's and expressions'): its
+    methods are its own, its annotated fields are registered with ``dataclasses`` when first asked for."""
+    cls.__match_args__ = tuple(cls.__dict__.get("__annotations__", {}))  # type: ignore[attr-defined]
+    for name in ("__dataclass_fields__", "__dataclass_params__"):
+        setattr(cls, name, _Unregistered(cls, name))
+    return cls
 
 
 def plain_record(cls: T) -> T:

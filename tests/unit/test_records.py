@@ -85,6 +85,40 @@ def test_the_package_defines_its_dataclasses_as_records():
             "trt_kernels.eager.compiled_launcher.Launcher"} <= set(RECORDS)
 
 
+def test_a_record_is_registered_with_dataclasses_when_first_asked():
+    """:func:`trt_kernels._record.record` defers ``dataclasses``' registration until something asks for the
+    fields, on the class, an instance or a subclass; the class that declared the fields is the one registered."""
+    from typing import Optional
+
+    @_record.record
+    class Point(Frozen):
+        x: int
+        label: Optional[str] = None
+
+        def __init__(self, x: int, label: Optional[str] = None) -> None:
+            self.__dict__.update(x=x, label=label)
+
+    class Sub(Point):
+        pass
+
+    assert not _record.registered(Point) and Point.__match_args__ == ("x", "label")
+    p = Sub(3)  # a subclass's instance asks first
+    assert [f.name for f in dataclasses.fields(p)] == ["x", "label"] and _record.registered(Point)
+    assert dataclasses.is_dataclass(Point) and dataclasses.is_dataclass(p)
+    assert Point.__dataclass_params__.eq is False and "__dataclass_fields__" not in vars(Sub)
+    assert dataclasses.replace(Point(1), label="a") == Point(1, "a")
+    assert dataclasses.asdict(Point(2, "b")) == {"x": 2, "label": "b"}
+
+    @_record.record
+    class Other(Record):
+        y: float
+
+        def __init__(self, y: float) -> None:
+            self.y = y
+
+    assert dataclasses.asdict(Other(1.5)) == {"y": 1.5} and _record.registered(Other)
+
+
 def test_new_fields_keep_their_defaults():
     """The fields main's issue-20 work added to existing records, with their defaults."""
     from trt_kernels.signature import Signature

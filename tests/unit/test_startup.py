@@ -55,7 +55,11 @@ CHILD = textwrap.dedent(r"""
     names = seed_specs.declare()
     events["phase"] = None
     nvrtc = nvrtc_used()
+    from trt_kernels import _record, expr, spec
+    registered = sorted(c.__qualname__ for m in (spec, expr) for c in vars(m).values()
+                        if isinstance(c, type) and "__dataclass_fields__" in vars(c) and _record.registered(c))
     print("RESULT " + json.dumps({
+        "dataclasses_registered": registered,
         "nvrtc_loaded": nvrtc,
         "headers": toolchain.headers_resolved(),
         "cuda_initialized": torch.cuda.is_initialized(),
@@ -123,6 +127,13 @@ def test_importing_generates_no_code(warm_cache):
     (the records of trt_kernels._record are written out; tests/unit/test_records.py)."""
     res = run(warm_cache)
     assert res["generated_at_import"] == []
+
+
+def test_importing_and_declaring_register_no_dataclass(warm_cache):
+    """The spec's and expressions' records are registered with ``dataclasses`` only when something asks
+    for their fields (``trt_kernels._record.record``): neither the import nor the declarations do."""
+    res = run(warm_cache)
+    assert res["dataclasses_registered"] == []
 
 
 def test_declaring_compiles_no_source(warm_cache):
