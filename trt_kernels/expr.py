@@ -15,6 +15,8 @@ impl, TensorRT shape expressions for the plugin. Each is a small
 """
 
 
+from __future__ import annotations
+
 import operator
 from typing import Any, Callable, Optional, Sequence, Union
 

@@ -11,6 +11,8 @@ written out here rather than generated at import (:mod:`trt_kernels._record`).
 """
 
 
+from __future__ import annotations
+
 from dataclasses import field
 from typing import Any, List, Literal, Optional, Sequence, Tuple, Union
 

@@ -83,21 +83,24 @@ _MATH_CONSTANTS = (
     ("M_SQRT1_2", "0.707106781186547524401"),
 )
 
-_PRELUDE_TEXT = _guarded("TRT_KERNELS_PRELUDE_H", "pre-included: what nvcc's implicit <math.h> gives every .cu file", (
-    "#if __cplusplus >= 201103L\n"
-    "#ifndef INFINITY\n"
-    "static __device__ constexpr float INFINITY = __builtin_bit_cast(float, 0x7f800000u);\n"
-    "#endif\n"
-    "#ifndef NAN\n"
-    "static __device__ constexpr float NAN = __builtin_bit_cast(float, 0x7fffffffu);\n"
-    "#endif\n"
-    "#else\n"
-    + _macros((("INFINITY", "__int_as_float(0x7f800000)"), ("NAN", "__int_as_float(0x7fffffff)"))) +
-    "#endif\n"
-    + _macros((("HUGE_VALF", "__builtin_bit_cast(float, 0x7f800000u)"),
-               ("HUGE_VAL", "__builtin_bit_cast(double, 0x7ff0000000000000ull)"))
-              + _MATH_CONSTANTS)
-))
+# (the texts are built at the first compile, by _headers(), not at import: a warm start needs only IDENTITY)
+def _prelude_h() -> str:
+    return _guarded("TRT_KERNELS_PRELUDE_H", "pre-included: what nvcc's implicit <math.h> gives every .cu file", (
+        "#if __cplusplus >= 201103L\n"
+        "#ifndef INFINITY\n"
+        "static __device__ constexpr float INFINITY = __builtin_bit_cast(float, 0x7f800000u);\n"
+        "#endif\n"
+        "#ifndef NAN\n"
+        "static __device__ constexpr float NAN = __builtin_bit_cast(float, 0x7fffffffu);\n"
+        "#endif\n"
+        "#else\n"
+        + _macros((("INFINITY", "__int_as_float(0x7f800000)"), ("NAN", "__int_as_float(0x7fffffff)"))) +
+        "#endif\n"
+        + _macros((("HUGE_VALF", "__builtin_bit_cast(float, 0x7f800000u)"),
+                   ("HUGE_VAL", "__builtin_bit_cast(double, 0x7ff0000000000000ull)"))
+                  + _MATH_CONSTANTS)
+    ))
+
 
 # <cuda/std/...> first where libcu++ is reachable (C++17 on): see the module docstring
 _LIBCUXX_FIRST = (
@@ -118,14 +121,15 @@ _INT_LIMITS = (
     ("ULLONG_MAX", "18446744073709551615ULL"),
 )
 
-_LIMITS_H = _guarded("TRT_KERNELS_LIMITS_H", "limits.h: integer limits", (
-    _LIBCUXX_FIRST.format("climits")
-    + _macros(_INT_LIMITS)
-    + "#ifdef __CHAR_UNSIGNED__\n" + _macros((("CHAR_MIN", "0"), ("CHAR_MAX", "UCHAR_MAX")))
-    + "#else\n" + _macros((("CHAR_MIN", "SCHAR_MIN"), ("CHAR_MAX", "SCHAR_MAX"))) + "#endif\n"
-))
+def _limits_h() -> str:
+    return _guarded("TRT_KERNELS_LIMITS_H", "limits.h: integer limits", (
+        _LIBCUXX_FIRST.format("climits")
+        + _macros(_INT_LIMITS)
+        + "#ifdef __CHAR_UNSIGNED__\n" + _macros((("CHAR_MIN", "0"), ("CHAR_MAX", "UCHAR_MAX")))
+        + "#else\n" + _macros((("CHAR_MIN", "SCHAR_MIN"), ("CHAR_MAX", "SCHAR_MAX"))) + "#endif\n"
+    ))
 
-_FLOAT_H = _guarded("TRT_KERNELS_FLOAT_H", "float.h: float and double limits (IEEE-754)", _macros((
+_FLOAT_LIMITS = (
     ("FLT_RADIX", "2"), ("FLT_ROUNDS", "1"), ("FLT_EVAL_METHOD", "0"), ("DECIMAL_DIG", "17"),
     ("FLT_MANT_DIG", "24"), ("FLT_DIG", "6"), ("FLT_DECIMAL_DIG", "9"),
     ("FLT_MIN_EXP", "(-125)"), ("FLT_MIN_10_EXP", "(-37)"), ("FLT_MAX_EXP", "128"), ("FLT_MAX_10_EXP", "38"),
@@ -137,7 +141,7 @@ _FLOAT_H = _guarded("TRT_KERNELS_FLOAT_H", "float.h: float and double limits (IE
     ("DBL_MAX", "1.7976931348623157e+308"), ("DBL_MIN", "2.2250738585072014e-308"),
     ("DBL_EPSILON", "2.220446049250313e-16"), ("DBL_TRUE_MIN", "4.9406564584124654e-324"),
     ("DBL_HAS_SUBNORM", "1"),
-)))
+)
 
 _INT_TYPES = (("int8_t", "signed char"), ("int16_t", "short"), ("int32_t", "int"), ("int64_t", "long long"))
 
@@ -167,20 +171,15 @@ def _stdint_body() -> str:
     return _LIBCUXX_FIRST.format("cstdint") + "".join(types) + _macros(limits)
 
 
-_STDINT_H = _guarded("TRT_KERNELS_STDINT_H", "stdint.h: fixed-width integer types", _stdint_body())
+def _stddef_h() -> str:
+    return _guarded("TRT_KERNELS_STDDEF_H", "stddef.h: size_t, ptrdiff_t, NULL, offsetof", (
+        "#if __cplusplus >= 201103L\n"
+        "typedef decltype(sizeof(0)) size_t;\n"
+        "typedef decltype(static_cast<char*>(nullptr) - static_cast<char*>(nullptr)) ptrdiff_t;\n"
+        "#endif\n"
+        + _macros((("NULL", "0"), ("offsetof(type, member)", "__builtin_offsetof(type, member)")))
+    ))
 
-_STDDEF_H = _guarded("TRT_KERNELS_STDDEF_H", "stddef.h: size_t, ptrdiff_t, NULL, offsetof", (
-    "#if __cplusplus >= 201103L\n"
-    "typedef decltype(sizeof(0)) size_t;\n"
-    "typedef decltype(static_cast<char*>(nullptr) - static_cast<char*>(nullptr)) ptrdiff_t;\n"
-    "#endif\n"
-    + _macros((("NULL", "0"), ("offsetof(type, member)", "__builtin_offsetof(type, member)")))
-))
-
-_MATH_H = _guarded("TRT_KERNELS_MATH_H", "math.h: the math functions are NVRTC builtins; the constants", (
-    f"#include <{PRELUDE}>\n"
-    "typedef float float_t;\ntypedef double double_t;\n"
-))
 
 # the C math functions NVRTC declares (with their float overloads), for <cmath>'s std::
 _MATH_FUNCTIONS = """
@@ -205,50 +204,65 @@ _ASSERT_H = (
     "#endif\n"
 )
 
-_HEADERS: Dict[str, str] = {
-    PRELUDE: _PRELUDE_TEXT,
-    "stdint.h": _STDINT_H,
-    "cstdint": _guarded("TRT_KERNELS_CSTDINT", "cstdint", "#include <stdint.h>\n" + _using(
-        " ".join(f"{n.replace('int', 'int' + p, 1)} u{n.replace('int', 'int' + p, 1)}"
-                 for n, _ in _INT_TYPES for p in ("", "_least", "_fast")) + " intptr_t uintptr_t intmax_t uintmax_t")),
-    "stddef.h": _STDDEF_H,
-    "cstddef": _guarded("TRT_KERNELS_CSTDDEF", "cstddef", "#include <stddef.h>\n#if __cplusplus >= 201103L\n"
-                        + _using("size_t ptrdiff_t") + "namespace std { typedef decltype(nullptr) nullptr_t; }\n"
-                        "#endif\n"),
-    "limits.h": _LIMITS_H,
-    "climits": _guarded("TRT_KERNELS_CLIMITS", "climits", "#include <limits.h>\n"),
-    "float.h": _FLOAT_H,
-    "cfloat": _guarded("TRT_KERNELS_CFLOAT", "cfloat", "#include <float.h>\n"),
-    "math.h": _MATH_H,
-    "cmath": _guarded("TRT_KERNELS_CMATH", "cmath",
-                      "#include <math.h>\n" + _using(_MATH_FUNCTIONS + "float_t double_t")),
-    "stdio.h": _guarded("TRT_KERNELS_STDIO_H", "stdio.h: printf is an NVRTC builtin; device code has no FILE",
-                        "#include <stddef.h>\n"),
-    "cstdio": _guarded("TRT_KERNELS_CSTDIO", "cstdio", "#include <stdio.h>\n" + _using("printf")),
-    "stdlib.h": _guarded("TRT_KERNELS_STDLIB_H", "stdlib.h: malloc, free, abs, labs, llabs are NVRTC builtins",
-                         "#include <stddef.h>\n" + _macros((("EXIT_SUCCESS", "0"), ("EXIT_FAILURE", "1")))),
-    "cstdlib": _guarded("TRT_KERNELS_CSTDLIB", "cstdlib",
-                        "#include <stdlib.h>\n" + _using("malloc free abs labs llabs")),
-    "string.h": _guarded("TRT_KERNELS_STRING_H", "string.h: memcpy and memset are NVRTC builtins",
-                         "#include <stddef.h>\n"),
-    "cstring": _guarded("TRT_KERNELS_CSTRING", "cstring", "#include <string.h>\n" + _using("memcpy memset")),
-    "assert.h": _ASSERT_H,
-    "cassert": "/* cassert (trt_kernels built-in header for NVRTC) */\n#include <assert.h>\n",
-}
+
+@functools.lru_cache(maxsize=1)
+def _headers() -> Dict[str, str]:
+    """``{include name: text}`` of the prelude and every built-in header, in the order handed to NVRTC."""
+    return {
+        PRELUDE: _prelude_h(),
+        "stdint.h": _guarded("TRT_KERNELS_STDINT_H", "stdint.h: fixed-width integer types", _stdint_body()),
+        "cstdint": _guarded("TRT_KERNELS_CSTDINT", "cstdint", "#include <stdint.h>\n" + _using(
+            " ".join(f"{n.replace('int', 'int' + p, 1)} u{n.replace('int', 'int' + p, 1)}"
+                     for n, _ in _INT_TYPES for p in ("", "_least", "_fast"))
+            + " intptr_t uintptr_t intmax_t uintmax_t")),
+        "stddef.h": _stddef_h(),
+        "cstddef": _guarded("TRT_KERNELS_CSTDDEF", "cstddef", "#include <stddef.h>\n#if __cplusplus >= 201103L\n"
+                            + _using("size_t ptrdiff_t") + "namespace std { typedef decltype(nullptr) nullptr_t; }\n"
+                            "#endif\n"),
+        "limits.h": _limits_h(),
+        "climits": _guarded("TRT_KERNELS_CLIMITS", "climits", "#include <limits.h>\n"),
+        "float.h": _guarded("TRT_KERNELS_FLOAT_H", "float.h: float and double limits (IEEE-754)",
+                            _macros(_FLOAT_LIMITS)),
+        "cfloat": _guarded("TRT_KERNELS_CFLOAT", "cfloat", "#include <float.h>\n"),
+        "math.h": _guarded("TRT_KERNELS_MATH_H", "math.h: the math functions are NVRTC builtins; the constants",
+                           f"#include <{PRELUDE}>\ntypedef float float_t;\ntypedef double double_t;\n"),
+        "cmath": _guarded("TRT_KERNELS_CMATH", "cmath",
+                          "#include <math.h>\n" + _using(_MATH_FUNCTIONS + "float_t double_t")),
+        "stdio.h": _guarded("TRT_KERNELS_STDIO_H", "stdio.h: printf is an NVRTC builtin; device code has no FILE",
+                            "#include <stddef.h>\n"),
+        "cstdio": _guarded("TRT_KERNELS_CSTDIO", "cstdio", "#include <stdio.h>\n" + _using("printf")),
+        "stdlib.h": _guarded("TRT_KERNELS_STDLIB_H", "stdlib.h: malloc, free, abs, labs, llabs are NVRTC builtins",
+                             "#include <stddef.h>\n" + _macros((("EXIT_SUCCESS", "0"), ("EXIT_FAILURE", "1")))),
+        "cstdlib": _guarded("TRT_KERNELS_CSTDLIB", "cstdlib",
+                            "#include <stdlib.h>\n" + _using("malloc free abs labs llabs")),
+        "string.h": _guarded("TRT_KERNELS_STRING_H", "string.h: memcpy and memset are NVRTC builtins",
+                             "#include <stddef.h>\n"),
+        "cstring": _guarded("TRT_KERNELS_CSTRING", "cstring", "#include <string.h>\n" + _using("memcpy memset")),
+        "assert.h": _ASSERT_H,
+        "cassert": "/* cassert (trt_kernels built-in header for NVRTC) */\n#include <assert.h>\n",
+    }
+
 
 #: The standard headers this package provides (besides the prelude), in the order handed to NVRTC.
-NAMES: Tuple[str, ...] = tuple(n for n in _HEADERS if n != PRELUDE)
+NAMES: Tuple[str, ...] = ("stdint.h", "cstdint", "stddef.h", "cstddef", "limits.h", "climits", "float.h", "cfloat",
+                          "math.h", "cmath", "stdio.h", "cstdio", "stdlib.h", "cstdlib", "string.h", "cstring",
+                          "assert.h", "cassert")
+
+#: :func:`digest` of the texts as written here, the built-in headers' part of every program's cache key. A
+#: constant, so that a warm start builds no text; ``tests/unit/test_headers.py`` fails where a text changes and
+#: this does not (set it to the new ``digest()``: programs built with the old texts then compile anew).
+IDENTITY = "18472901fb5d2c24"
 
 
 def text(name: str) -> str:
     """The text of built-in header ``name`` (``"stdint.h"``, or :data:`PRELUDE`)."""
-    return _HEADERS[name]
+    return _headers()[name]
 
 
 def for_compile(user_dirs: Sequence[str] = ()) -> Tuple[Tuple[str, str], ...]:
     """``(include name, text)`` of the headers to hand NVRTC: the prelude, and every built-in header
     that no directory of ``user_dirs`` (``KernelSpec.include_paths``) holds a file of the same name of."""
-    return tuple((n, t) for n, t in _HEADERS.items()
+    return tuple((n, t) for n, t in _headers().items()
                  if n == PRELUDE or not any(os.path.isfile(os.path.join(d, n)) for d in user_dirs))
 
 
@@ -257,11 +271,15 @@ def options() -> Tuple[str, ...]:
     return (f"--pre-include={PRELUDE}",)
 
 
-@functools.lru_cache(maxsize=1)
 def identity() -> str:
-    """A digest of the built-in headers and how they are used, for cache keys (reads no file)."""
+    """The built-in headers' part of a program's cache key: :data:`IDENTITY` (reads no file, builds no text)."""
+    return IDENTITY
+
+
+def digest() -> str:
+    """A digest of the built-in headers' texts and how they are used: what :data:`IDENTITY` must be."""
     h = hashlib.sha256()
-    for n, t in _HEADERS.items():
+    for n, t in _headers().items():
         h.update(f"{n}\0{len(t)}\0{t}\0".encode())
     h.update("\0".join(options()).encode())
     return h.hexdigest()[:16]
