@@ -276,3 +276,39 @@ def test_unregistered_records_are_freed(monkeypatch):
     ttk.cuda_kernel_op(name, sigmoid_spec())  # a re-declaration frees the record it replaces
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)
+
+
+# ---------------- a re-declaration that adds or drops the backward ----------------
+
+def _backward(ctx, grad):
+    return grad * 2
+
+
+def _setup_context(ctx, inputs, output):
+    pass
+
+
+def test_a_redeclaration_adds_and_drops_the_autograd_kernel_and_keeps_the_definition(monkeypatch):
+    """The definition (and an OpOverload kept from before) stays; only the autograd kernel, in a library
+    fragment of its own, comes and goes with the declaration's backward."""
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+    name = unique("ttk_redecl")
+
+    def autograd_kernel():
+        return torch._C._dispatch_has_kernel_for_dispatch_key(name, "Autograd")
+
+    def grad_of_fake():
+        with FakeTensorMode():
+            return op_of(name)(torch.empty(8, requires_grad=True)).requires_grad
+
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    kept = op_of(name).default
+    assert not autograd_kernel()
+    ttk.cuda_kernel_op(name, sigmoid_spec(), backward=_backward, setup_context=_setup_context)
+    assert autograd_kernel() and grad_of_fake() and op_of(name).default is kept
+    ttk.cuda_kernel_op(name, sigmoid_spec())
+    assert not autograd_kernel() and op_of(name).default is kept
+    ttk.cuda_kernel_op(name, sigmoid_spec(), backward=_backward, setup_context=_setup_context)
+    assert autograd_kernel() and grad_of_fake()
+    assert fake_shape(name, (3, 5)) == (3, 5)  # the fake kernel was never re-registered
+    ttk.unregister(name)

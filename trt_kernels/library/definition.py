@@ -26,22 +26,23 @@ from trt_kernels.op import KernelOp
 # re-declaration with the same schema points them at the new one, and unregistering points them
 # at UnregisteredOpError, all without touching torch's tables. A call racing either runs the old or
 # the new declaration, or gets this package's error; an OpOverload kept from before keeps working.
-# torch's tables change again only when the schema changes or autograd comes or goes (the name is
-# then defined anew; a call racing that is not protected). Nothing registered holds a declaration
-# that was replaced or unregistered, so its record is freed.
+# torch's tables change again only when the schema changes (the name is then defined anew) or
+# autograd comes or goes (the autograd kernel, in a fragment of its own, is registered or removed); a
+# call racing that is not protected. Nothing registered holds a declaration that was replaced or
+# unregistered, so its record is freed.
 
 
 class _Definition:
-    """One op name's registration with torch: its libraries, the Python CUDA kernel (the shell), and the
-    boxes the registered functions call through."""
+    """One op name's registration with torch: its library fragments, the Python CUDA kernel (the shell), and
+    the boxes the registered functions call through."""
 
-    __slots__ = ("op_name", "schema", "def_lib", "shell", "kernel_lib", "autograd", "boxes", "why", "native")
+    __slots__ = ("op_name", "schema", "lib", "shell", "autograd_lib", "boxes", "why", "native")
 
-    def __init__(self, op_name: str, schema: str, def_lib: Any, shell: Any) -> None:
-        self.op_name, self.schema, self.def_lib = op_name, schema, def_lib
+    def __init__(self, op_name: str, schema: str, lib: Any, shell: Any) -> None:
+        self.op_name, self.schema = op_name, schema
+        self.lib = lib  # the fragment with the definition and its fake, CUDA and CPU kernels
         self.shell = shell  # the Python CUDA kernel (dispatcher.new_shell)
-        self.kernel_lib: Any = None  # the fragment that holds the kernels (fake, CPU, CUDA, autograd)
-        self.autograd = False
+        self.autograd_lib: Any = None  # the fragment with the autograd kernel, where the declaration has a backward
         self.boxes: Dict[str, List[Any]] = {}  # role -> [current function or None]
         self.why = ""  # what a call gets while no declaration is current
         self.native: Optional[int] = None  # the native kernel's slot, where torch calls it in place of the shell
@@ -74,32 +75,40 @@ def _foreign(op_name: str) -> bool:
         return False
 
 
-def _register_kernels(d: _Definition, kop: KernelOp, autograd: bool):
-    """One Library fragment with the definition's fake, CUDA and CPU kernels (and autograd). The CUDA
-    kernel is the native one where it can be had (:mod:`trt_kernels.eager.native`, with the shell behind
-    it), else the shell."""
-    ns, name = kop.namespace, kop.name
-    lib = torch.library.Library(ns, "FRAGMENT")
+def _register_kernels(d: _Definition, kop: KernelOp) -> None:
+    """The definition's fake, CUDA and CPU kernels, in its fragment. The CUDA kernel is the native one where
+    it can be had (:mod:`trt_kernels.eager.native`, with the shell behind it), else the shell. Raises
+    what torch raises (the caller then removes the definition)."""
+    name, lib = kop.name, d.lib
+    # torch records where a fake impl was registered, for its messages, by inspecting the frame
+    # _stacklevel above its own. For a frame in a file `inspect` has not mapped yet (this one, in a
+    # fresh process) `inspect.getmodule` walks every loaded module: ~2 ms on the CPU machine, a fifth
+    # of a warm start's seven declarations. _stacklevel=0 names torch.library's own frame instead (its
+    # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
+    # rather than this one as where the fake impl was registered.
+    torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
+    d.native = _native_register(kop, d.shell)
+    if d.native is None:
+        lib.impl(name, d.shell, "CUDA")
+    lib.impl(name, d.boxed("cpu"), "CPU")
+
+
+def _register_autograd(d: _Definition, kop: KernelOp) -> None:
+    """The autograd kernel, in a fragment of its own (removed when a re-declaration drops the backward)."""
+    lib = torch.library.Library(kop.namespace, "FRAGMENT")
     try:
-        # torch records where a fake impl was registered, for its messages, by inspecting the frame
-        # _stacklevel above its own. For a frame in a file `inspect` has not mapped yet (this one, in a
-        # fresh process) `inspect.getmodule` walks every loaded module: ~2 ms on the CPU machine, a fifth
-        # of a warm start's seven declarations. _stacklevel=0 names torch.library's own frame instead (its
-        # file was mapped while torch was imported), so torch's messages cite a line of torch/library.py
-        # rather than this one as where the fake impl was registered.
-        torch.library.register_fake(d.op_name, d.boxed("fake"), lib=lib, _stacklevel=0)
-        d.native = _native_register(kop, d.shell)
-        if d.native is None:
-            lib.impl(name, d.shell, "CUDA")
-        lib.impl(name, d.boxed("cpu"), "CPU")
-        if autograd:
-            torch.library.register_autograd(d.op_name, d.boxed("backward"), setup_context=d.boxed("setup_context"),
-                                            lib=lib)
+        torch.library.register_autograd(d.op_name, d.boxed("backward"), setup_context=d.boxed("setup_context"),
+                                        lib=lib)
     except Exception:
-        _drop_native(d)
         lib._destroy()
         raise
-    return lib
+    d.autograd_lib = lib
+
+
+def _drop_autograd(d: _Definition) -> None:
+    if d.autograd_lib is not None:
+        d.autograd_lib._destroy()
+        d.autograd_lib = None
 
 
 def native_slot(op_name: str):
@@ -182,12 +191,12 @@ def register(kop: KernelOp) -> None:
     """Give ``kop`` its torch op: define it (or keep the definition and kernels of an earlier
     declaration with the same schema, pointing them at ``kop``)."""
     op = kop.op_name
-    autograd = kop.backward is not None
     d = _DEFS.get(op)
     if d is not None and d.schema != kop.schema:  # another signature: the name is defined anew
         forget(op)
         d = None
-    if d is None:
+    new = d is None
+    if new:
         if _foreign(op):
             raise SpecError(f"{op}: torch already has an op of that name that trt_kernels did not register. "
                             "Fix: choose another name")
@@ -199,19 +208,18 @@ def register(kop: KernelOp) -> None:
             raise SpecError(f"{op}: torch refused the definition {kop.name}{kop.schema} ({str(e).splitlines()[0]}). "
                             "Fix: choose another name") from None
         d = _DEFS[op] = _Definition(op, kop.schema, lib, new_shell(op))
-    elif d.autograd != autograd and d.kernel_lib is not None:  # autograd comes or goes: new kernels
-        _drop_native(d)
-        d.kernel_lib._destroy()
-        d.kernel_lib = None
+    elif (d.autograd_lib is not None) != (kop.backward is not None):  # autograd goes (or comes, below)
+        _drop_autograd(d)
     _point(d, kop)
-    if d.kernel_lib is None:
-        d.kernel_lib = _register_kernels(d, kop, autograd)
-        d.autograd = autograd
+    if new:
+        _register_kernels(d, kop)
+    if kop.backward is not None and d.autograd_lib is None:
+        _register_autograd(d, kop)
     if d.native is not None:  # its launches become native as this declaration's launchers are built
         from trt_kernels.eager import native
 
         native.reset(d.native, kop)
-    kop.library = d.kernel_lib
+    kop.library = d.lib
 
 
 def unregister(kop: KernelOp) -> None:
@@ -241,6 +249,5 @@ def forget(op_name: str) -> None:
             box[0] = None
         release_dispatcher(d.shell, d.why, UnregisteredOpError)
         _drop_native(d)
-        for lib in (d.kernel_lib, d.def_lib):
-            if lib is not None:
-                lib._destroy()
+        _drop_autograd(d)
+        d.lib._destroy()
