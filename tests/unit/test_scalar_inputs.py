@@ -139,6 +139,31 @@ def test_schema_text_has_tuple_types_and_defaults():
     assert kop.sig.scalar_decls[2].default == (0.5, 2.0)  # normalized: a tuple of floats
 
 
+@pytest.mark.parametrize("inputs", [
+    [ttk.InputDecl("x")],
+    [ttk.InputDecl("x"), ttk.ScalarInput("a", float, default=1)],
+    [ttk.InputDecl("x"), ttk.ScalarInput("a", float), ttk.ScalarInput("b", int, default=-3),
+     ttk.ScalarInput("c", bool, default=False)],
+    [ttk.InputDecl("x"), ttk.ScalarInput("s", (float, 2), default=[0.1, 3]),
+     ttk.ScalarInput("n", int, default=2**62 + 1, ctype="uint64_t"), ttk.ScalarInput("e", float, default=1e-300)],
+])
+def test_a_derived_schema_s_defaults_are_what_torch_parses_back(inputs):
+    """A schema derived from the spec is not parsed at declaration: its defaults come from the spec
+    (``schema.spec_defaults``). They are what ``check_schema`` reads back from torch's parse, and the text
+    is one torch accepts."""
+    from trt_kernels.library import schema as torch_schema
+
+    params = ", ".join(["const float* x"] + [
+        {"a": "float a", "b": "int b", "c": "bool c", "s": "float s0, float s1", "n": "unsigned long long n",
+         "e": "float e"}[d.name] for d in inputs[1:]])
+    src = f'extern "C" __global__ void k({params}, int numel, float* y) {{}}'
+    _, kop = declare(sigmoid_spec(kernel_source=src, kernel_name="k", inputs=inputs))
+    derived = kop.defaults
+    assert derived == torch_schema.spec_defaults(kop)
+    torch_schema.check_schema(kop)  # parses kop.schema and sets kop.defaults from torch's reading of it
+    assert kop.defaults == derived and [type(v) for v in kop.defaults] == [type(v) for v in derived]
+
+
 def test_eps_default_in_the_schema(ex):
     _, kop = declare(ex.rms_norm_spec())
     assert kop.schema == "(Tensor x, Tensor w, float eps=1e-06) -> Tensor"

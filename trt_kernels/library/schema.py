@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any, Tuple
 
 import torch
 
@@ -35,6 +36,15 @@ def _default_text(d) -> str:
 
     v = d.default
     return "=" + ("[" + ", ".join(one(x) for x in v) + "]" if isinstance(v, tuple) else one(v))
+
+
+def spec_defaults(kop: KernelOp) -> Tuple[Any, ...]:
+    """The defaults of the trailing arguments of a schema :func:`build_schema` derived from the spec: the scalar
+    inputs' declared defaults, which the spec's validation has checked (finite, in the kernel's C range, trailing)
+    and normalized (a float as float, a tuple's as a tuple), so a derived schema needs no parse to know them
+    (``tests/unit/test_scalar_inputs.py`` checks they are what :func:`check_schema` reads back)."""
+    return tuple(d.default for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)
+                 if kind != "tensor" and d.default is not None)
 
 
 def check_schema(kop: KernelOp) -> None:

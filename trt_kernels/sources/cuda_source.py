@@ -30,9 +30,14 @@ from trt_kernels.spec import KernelSpec
 from trt_kernels.validate import check_encodable, check_type_params, fail, kernel_dtypes, sequence
 
 
-def _params_pattern(type_params) -> "re.Pattern[str]":
-    """Matches any of the type parameters as a whole word of a kernel name."""
+def _params_pattern(type_params, kernel_name: str) -> "Optional[re.Pattern[str]]":
+    """Matches any of the type parameters as a whole word of ``kernel_name``'s template arguments; None where
+    the name instantiates no template (no ``<``: nothing to match, and no expression compiled at a warm start)."""
+    if "<" not in kernel_name:
+        return None
     return re.compile(r"\b(" + "|".join(re.escape(p) for p in type_params) + r")\b")
+
+
 # NVRTC options the package sets itself: a user's copy would contradict what the cache entry says
 _CONTROLLED_OPTIONS = {
     "--gpu-architecture": "the arch: set KernelSpec(arch_override='sm_90') or TRT_KERNELS_ARCH",
@@ -67,7 +72,7 @@ class CudaSource(KernelSource):
         self.std = spec.compile_std
         self.include_paths = list(spec.include_paths) if spec.include_paths is not None else None
         self.arch_override = spec.arch_override
-        self._pattern = _params_pattern(sig.type_params)
+        self._pattern = _params_pattern(sig.type_params, self.kernel_name)
         self.names = [self.name_expression(d) for d in sig.kernel_dtypes]
         self.text = with_headers(spec.kernel_source, _dt.flat(sig.kernel_dtypes) + [
             d for d in [t.dtype for t in sig.tensor_decls] + [o.dtype for o in sig.outputs]
@@ -93,15 +98,15 @@ class CudaSource(KernelSource):
                             f"type_params={list(tp)}", f"name the instantiation with every parameter, e.g. "
                             f"kernel_name='{spec.kernel_name.split('<')[0].strip()}<{', '.join(tp)}>'")
             return
-        t = _params_pattern(tp)
-        if kd is not None and len(kd) > 1 and not t.search(spec.kernel_name):
+        t = _params_pattern(tp, spec.kernel_name)
+        if kd is not None and len(kd) > 1 and (t is None or not t.search(spec.kernel_name)):
             raise fail(
                 op, "kernel_name",
                 f"{spec.kernel_name!r} has no template parameter {tp[0]} but dtypes lists {len(kd)} dtypes",
                 f"write the kernel as 'template <typename {tp[0]}> __global__ void k(...)' "
                 f"and set kernel_name='k<{tp[0]}>'",
             )
-        if kd is None and t.search(spec.kernel_name):
+        if kd is None and t is not None and t.search(spec.kernel_name):
             raise fail(
                 op, "dtypes", f"kernel_name {spec.kernel_name!r} is a template over {tp[0]} but no dtypes are declared",
                 f"pass dtypes=[torch.float32, ...] listing what {tp[0]} may be",
@@ -110,6 +115,8 @@ class CudaSource(KernelSource):
     def name_expression(self, dtype) -> str:
         """The NVRTC name expression instantiating the kernel for ``dtype`` (``k<T>`` -> ``k<__half>``; with
         several type parameters, ``dtype`` is a combination: ``k<T, W>`` -> ``k<__half, float>``)."""
+        if self._pattern is None:
+            return self.kernel_name
         b = self.sig.binding(dtype)
         return self._pattern.sub(lambda m: _dt.c_type(b[m.group(1)]), self.kernel_name)
 
