@@ -257,3 +257,20 @@ def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(tmp_path):
     for flag in ("NVRTC loaded by trt_kernels", "headers looked up", "CUDA initialised", "process started"):
         assert rows[flag][0] == "no", (flag, rows[flag])
     assert rows["NVRTC loaded by trt_kernels"][1] == "yes"  # the cold run compiles
+
+
+def test_the_phase_profile_times_the_declarations_steps(tmp_path):
+    """docs/benchmarks.md's `python benchmarks/startup_profile.py --phases`: every step of a warm declaration it
+    lists is reached (the native kernel's only where torch has CUDA), so a renamed function shows here."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup_profile.py"), "--phases", "--runs", "1"],
+                       env=dict(os.environ, TRT_KERNELS_ARCH="sm_90"), capture_output=True, text=True, timeout=600,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in ln.strip("|").split("|")]
+                                              for ln in r.stdout.splitlines() if ln.startswith("| "))}
+    never = {step for step, cells in rows.items() if cells[-1] == "never"}
+    import torch
+
+    assert never == (set() if torch.version.cuda else {"native.prepare (locate, key, load the module)",
+                                                       "native.register (one op, native)"}), never
+    assert float(rows["declare 7 seed ops"][0]) > 0 and rows["torch.library.register_fake"][-1] == "7"
