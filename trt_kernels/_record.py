@@ -41,7 +41,7 @@ class _Factory:
 FACTORY: Any = _Factory()
 
 
-_REGISTERING = threading.Lock()
+_REGISTERING = threading.RLock()  # (re-entered where a record's base is a record: dataclasses asks the base)
 
 
 class _Unregistered:
@@ -72,7 +72,8 @@ def registered(cls: type) -> bool:
 def record(cls: T) -> T:
     """A record users build and may take apart with ``dataclasses`` (the spec's and expressions'): its
     methods are its own, its annotated fields are registered with ``dataclasses`` when first asked for."""
-    cls.__match_args__ = tuple(cls.__dict__.get("__annotations__", {}))  # type: ignore[attr-defined]
+    inherited = [n for base in reversed(cls.__mro__[1:]) for n in base.__dict__.get("__match_args__", ())]
+    cls.__match_args__ = tuple(dict.fromkeys([*inherited, *cls.__dict__.get("__annotations__", {})]))  # as dataclasses
     for name in ("__dataclass_fields__", "__dataclass_params__"):
         setattr(cls, name, _Unregistered(cls, name))
     return cls

@@ -118,6 +118,24 @@ def test_a_record_is_registered_with_dataclasses_when_first_asked():
 
     assert dataclasses.asdict(Other(1.5)) == {"y": 1.5} and _record.registered(Other)
 
+    @_record.record
+    class Base(Frozen):
+        x: int
+
+        def __init__(self, x: int) -> None:
+            self.__dict__.update(x=x)
+
+    @_record.record
+    class Labelled(Base):  # a record whose base is one: registering it asks the base, not registered yet
+        tag: str = ""
+
+        def __init__(self, x: int, tag: str = "") -> None:
+            self.__dict__.update(x=x, tag=tag)
+
+    assert Labelled.__match_args__ == ("x", "tag") and repr(Labelled(1, "a")).endswith("Labelled(x=1, tag='a')")
+    assert [f.name for f in dataclasses.fields(Labelled)] == ["x", "tag"] and _record.registered(Base)
+    assert Labelled(1) != Labelled(1, "b") and hash(Labelled(2, "c")) == hash(Labelled(2, "c"))
+
 
 def test_new_fields_keep_their_defaults():
     """The fields main's issue-20 work added to existing records, with their defaults."""

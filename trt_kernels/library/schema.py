@@ -48,8 +48,9 @@ def spec_defaults(kop: KernelOp) -> Tuple[Any, ...]:
 
 
 def check_schema(kop: KernelOp) -> None:
-    """Check the op's schema (derived or given) against its declaration and record the defaults of
-    its trailing arguments in ``kop.defaults``; :class:`SpecError` naming the argument otherwise."""
+    """Check the op's schema (the user's, or one derived from its meta function; a schema derived from the spec
+    is not parsed back, :func:`spec_defaults`) against its declaration and record the defaults of its trailing
+    arguments in ``kop.defaults``; :class:`SpecError` naming the argument otherwise."""
     op = kop.op_name
     parsed = parse_schema(op, kop.schema)
     decls = list(kop.sig.inputs)
