@@ -60,18 +60,24 @@ def on_gc(phase, info):
     else:
         gc_ms[0] += (clock() - gc_t[0]) * 1e3
 gc.callbacks.append(on_gc)
-rows = {}
-def timed(name, fn, *args):
-    g0, t0 = gc_ms[0], clock()
-    out = fn(*args)
-    rows[name] = [(clock() - t0) * 1e3, gc_ms[0] - g0, 1]
-    return out
-ttk = timed("import trt_kernels (+ its API)", lambda: importlib.import_module("trt_kernels").cuda_kernel_op)
+rows = {}  # row -> [ms, of which garbage collection, calls]
+def timing(row, fn):  # fn, adding each call's time to row
+    acc = rows.setdefault(row, [0.0, 0.0, 0])
+    def w(*a, **k):
+        g0, t0 = gc_ms[0], clock()
+        try:
+            return fn(*a, **k)
+        finally:
+            acc[0] += (clock() - t0) * 1e3
+            acc[1] += gc_ms[0] - g0
+            acc[2] += 1
+    return w
+timing("import trt_kernels (+ its API)", lambda: importlib.import_module("trt_kernels").cuda_kernel_op)()
 import seed_specs  # (not timed: the seed's kernel sources)
 LAZY = ("eager.native", "eager.build", "cache_trust", "library.definition", "sources.cuda_source",
         "eager.cuda_kernel", "library.schema", "eager.dispatcher")
 lazy = [f"trt_kernels.{m}" for m in LAZY if f"trt_kernels.{m}" not in sys.modules]
-timed("modules a first declaration imports", lambda: [importlib.import_module(m) for m in lazy])
+timing("modules a first declaration imports", lambda: [importlib.import_module(m) for m in lazy])()
 STEPS = [  # (row, module, attribute path): wrapped where the declarations call them through that attribute
     ("api._register (schema, checks, torch registration, op packet)", "trt_kernels.api", "_register"),
     ("op.KernelOp.prepare (cache lookup, ABI check)", "trt_kernels.op", "KernelOp.prepare"),
@@ -91,20 +97,10 @@ def wrap(row, modname, path):
     *owners, attr = path.split(".")
     for o in owners:
         obj = getattr(obj, o)
-    fn = getattr(obj, attr)
-    acc = rows.setdefault(row, [0.0, 0.0, 0])
-    def w(*a, **k):
-        g0, t0 = gc_ms[0], clock()
-        try:
-            return fn(*a, **k)
-        finally:
-            acc[0] += (clock() - t0) * 1e3
-            acc[1] += gc_ms[0] - g0
-            acc[2] += 1
-    setattr(obj, attr, w)  # (this child's own process: measured, then it exits)
+    setattr(obj, attr, timing(row, getattr(obj, attr)))  # (this child's own process: measured, then it exits)
 for step in STEPS:
     wrap(*step)
-timed("declare 7 seed ops", seed_specs.declare)
+timing("declare 7 seed ops", seed_specs.declare)()
 print("PHASES " + json.dumps({"rows": rows, "cuda": torch.cuda.is_available()}))
 """
 
