@@ -263,12 +263,11 @@ def _register(kop: KernelOp, schema: Optional[str]):
     if schema is not None and not isinstance(schema, str):
         raise SpecError(f"{op}: schema: expected a str such as '(Tensor x) -> Tensor', got {type(schema).__name__}. "
                         "Fix: pass the schema text, or leave schema out to derive it from the spec")
-    if schema is not None or not kop.sig.has_outputs:  # the user's, or the meta function's: checked
-        kop.schema = schema if schema is not None else torch_schema.build_schema(kop)
-        torch_schema.check_schema(kop)
-    else:  # derived from the spec, whose validation checked what the schema says
-        kop.schema = torch_schema.build_schema(kop)
+    kop.schema = schema if schema is not None else torch_schema.build_schema(kop)
+    if schema is None and kop.sig.has_outputs:  # derived from the spec, whose validation checked what it says
         kop.defaults = torch_schema.spec_defaults(kop)
+    else:  # the user's, or the meta function's: checked
+        torch_schema.check_schema(kop)
     with registry.name_lock(op):
         old = registry.lookup(op)
         registry.check_declaration(kop, old)
