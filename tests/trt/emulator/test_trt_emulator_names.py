@@ -338,10 +338,10 @@ def test_a_name_the_version_lacks_is_refused_by_name(native):
         with pytest.raises(AttributeError) as info:
             get()
         assert str(info.value) == f"{qualified} does not exist in TensorRT {version} ({why})"
-    for get, qualified in [(lambda: trt.IConvolutionLayer, "tensorrt.IConvolutionLayer"),
-                           (lambda: trt.Builder(trt.Logger()).create_network(0).add_shuffle,
-                            "tensorrt.INetworkDefinition.add_shuffle"),
-                           (lambda: trt.LayerType.CONVOLUTION, "tensorrt.LayerType.CONVOLUTION")]:
+    for get, qualified in [(lambda: trt.IResizeLayer, "tensorrt.IResizeLayer"),
+                           (lambda: trt.Builder(trt.Logger()).create_network(0).add_resize,
+                            "tensorrt.INetworkDefinition.add_resize"),
+                           (lambda: trt.LayerType.RESIZE, "tensorrt.LayerType.RESIZE")]:
         with pytest.raises(AttributeError, match=re.escape(f"{qualified} is not implemented by the TensorRT emulator")):
             get()
     assert not hasattr(trt.BuilderFlag, "NO_SUCH_FLAG") and not hasattr(trt, "tensorrt_rtx")

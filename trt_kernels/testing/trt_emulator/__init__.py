@@ -1,5 +1,6 @@
 """An emulation of libnvinfer's Python bindings (the native module ``tensorrt.tensorrt``) for networks
-made of inputs, QDP plugin layers and the trivial layers around them.
+made of inputs, QDP plugin layers and TensorRT's standard layers (``_layers``; computed in torch by
+``_compute``).
 
 Loaded by :mod:`bootstrap` as ``tensorrt.tensorrt`` underneath NVIDIA's own pure-Python
 ``tensorrt/__init__.py`` and ``tensorrt.plugin`` (from the ``tensorrt-cu13-bindings`` wheel),
@@ -28,17 +29,9 @@ from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder  # noqa: F401
 from ._engine import ICudaEngine, IExecutionContext, Runtime  # noqa: F401
 from ._enums import ALL as _ENUMS
 from ._enums import DataType
+from ._layers import CLASSES as _LAYERS
 from ._logging import ILogger, Logger  # noqa: F401
-from ._network import (  # noqa: F401
-    ICastLayer,
-    IConstantLayer,
-    IIdentityLayer,
-    ILayer,
-    INetworkDefinition,
-    IPluginV3Layer,
-    ITensor,
-    Weights,
-)
+from ._network import INetworkDefinition, IPluginV3Layer  # noqa: F401
 from ._plugin import REGISTRY as _REGISTRY
 from ._plugin import (  # noqa: F401
     DynamicPluginTensorDesc,
@@ -56,8 +49,10 @@ from ._plugin import (  # noqa: F401
     PluginTensorDesc,
 )
 from ._strict import Strict as _Strict
+from ._tensor import ILayer, ITensor, Weights  # noqa: F401
 
 globals().update(_ENUMS)
+globals().update(_LAYERS)
 
 if _version.PROFILE == "10.15":
     class IAlgorithmSelector:
@@ -105,11 +100,11 @@ bool = DataType.BOOL  # noqa: A001 - the binding's name
 fp8, int4, fp4, e8m0 = DataType.FP8, DataType.INT4, DataType.FP4, DataType.E8M0
 
 __all__ = sorted(
-    list(_ENUMS) + [
+    list(_ENUMS) + list(_LAYERS) + [
         "Builder", "IBuilderConfig", "IHostMemory", "IOptimizationProfile", "ITimingCache", "Dims", "DimsExprs",
         "IDimensionExpr", "IExprBuilder", "ICudaEngine", "IExecutionContext", "Runtime", "ILogger", "Logger",
-        "ICastLayer", "IConstantLayer", "IIdentityLayer", "ILayer", "INetworkDefinition", "IPluginV3Layer",
-        "ITensor", "Weights", "DynamicPluginTensorDesc", "IPluginCreatorV3Quick", "IPluginRegistry", "IPluginV2",
+        "ILayer", "INetworkDefinition", "IPluginV3Layer", "ITensor", "Weights", "DynamicPluginTensorDesc",
+        "IPluginCreatorV3Quick", "IPluginRegistry", "IPluginV2",
         "IPluginV3", "IPluginV3QuickAOTBuild", "IPluginV3QuickBuild", "IPluginV3QuickCore",
         "IPluginV3QuickRuntime", "ISymExpr", "PluginField", "PluginFieldCollection", "PluginTensorDesc",
         "IOutputAllocator", "IProgressMonitor", "OnnxParser", "get_plugin_registry",

@@ -47,18 +47,12 @@ from ._enums import (
 )
 from ._format import VERSION as FORMAT_VERSION
 from ._format import encode
+from ._layers import ICastLayer, IConstantLayer, IIdentityLayer
 from ._logging import report
-from ._network import (
-    ICastLayer,
-    IConstantLayer,
-    IIdentityLayer,
-    INetworkDefinition,
-    IPluginV3Layer,
-    ITensor,
-    dim_symbol,
-)
+from ._network import INetworkDefinition, IPluginV3Layer
 from ._plugin import DynamicPluginTensorDesc, LaunchParamsSink, PluginTensorDesc, SymExprSetter, field_to_json
 from ._strict import Strict, missing_member, unpicklable
+from ._tensor import Info, ITensor, LayerError, Shapes, dim_symbol
 
 #: plugin id ("ns::name") -> tactic that builds must choose (set through trt_kernels.testing.force_tactic)
 FORCED_TACTICS: Dict[str, int] = {}
@@ -261,6 +255,7 @@ class _Build:
         self.builder = IExprBuilder()  # this build's own: an expression from another builder is refused
         self.device = _device.current()  # the GPU built for (sm_90 where there is none): see _device
         self.exprs: Dict[int, List[IDimensionExpr]] = {}  # id(tensor) -> shape expressions
+        self.shapes = Shapes(network, self.builder, self._unknown)  # every tensor's type, dims and values
         self.layers: List[Dict[str, Any]] = []
         self.records: List[Dict[str, Any]] = []  # per plugin layer, with live objects (for trt_kernels.testing)
 
@@ -316,6 +311,7 @@ class _Build:
             self.exprs[id(t)] = [b._symbol(dim_symbol(t.name, j)) if d < 0 else b.constant(d)
                                  for j, d in enumerate(shape)]
             rec["dims"] = [e._to_json() for e in self.exprs[id(t)]]
+            self.shapes.put(t, Info(t.dtype, self.exprs[id(t)]))
             out.append(rec)
         return out
 
@@ -343,10 +339,11 @@ class _Build:
         if len(out_exprs) != len(outs) or len(out_types) != len(outs):
             raise BuildError(f"plugin layer {layer.name!r}: {len(out_exprs)} output shapes and {len(out_types)} "
                              f"dtypes for {len(outs)} outputs")
-        for t, ex in zip(outs, out_exprs):
+        for t, ex, ty in zip(outs, out_exprs, out_types):
             for e in ex:
                 self._expr_json(e, f"plugin layer {layer.name!r}: output shape")
             self.exprs[id(t)] = ex
+            self.shapes.put(t, Info(ty, ex))
 
         def dyn_descs(types_formats):
             # NvInferRuntime.h, DynamicPluginTensorDesc: "desc.dims has -1 in place of any runtime
@@ -582,17 +579,26 @@ class _Build:
             _cuda.synchronize(ctx_stream)
             _cuda.destroy_stream(ctx_stream)
 
-    def _simple_layer(self, layer) -> Dict[str, Any]:
+    @staticmethod
+    def _unknown(t: ITensor) -> Info:
+        raise BuildError(f"tensor {t.name!r} is neither a network input nor the output of a layer of the network")
+
+    def _standard_layer(self, layer) -> Dict[str, Any]:
+        """A standard layer: its outputs inferred with this build's expressions, and what the engine runs."""
+        try:
+            infos = [self.shapes.info(t) for t in layer._outputs]
+            params = layer._params(self.shapes)
+        except LayerError as e:
+            raise BuildError(str(e)) from None
+        for t, info in zip(layer._outputs, infos):
+            self.exprs[id(t)] = list(info.dims)
+        rec = {"name": layer.name, "inputs": [t.name if t is not None else None for t in layer._inputs],
+               "outputs": [t.name for t in layer._outputs]}
         if isinstance(layer, IConstantLayer):
-            out = layer._outputs[0]
-            self.exprs[id(out)] = [self.builder.constant(int(d)) for d in out._shape]
-            return {"kind": "constant", "name": layer.name, "inputs": [], "outputs": [out.name],
-                    "dtype": layer.weights.dtype.name, "data": layer.weights._data.hex()}
-        src, out = layer._inputs[0], layer._outputs[0]
-        self.exprs[id(out)] = list(self.exprs[id(src)])
-        kind = "cast" if isinstance(layer, ICastLayer) else "identity"
-        return {"kind": kind, "name": layer.name, "inputs": [src.name], "outputs": [out.name],
-                "to": out.dtype.name}
+            return dict(rec, kind="constant", dtype=layer.weights.dtype.name, data=layer.weights._data.hex())
+        if isinstance(layer, (ICastLayer, IIdentityLayer)):
+            return dict(rec, kind="cast" if isinstance(layer, ICastLayer) else "identity", to=infos[0].dtype.name)
+        return dict(rec, kind="layer", type=layer._TYPE.name, params=params)
 
     def run(self) -> Dict[str, Any]:
         self._check()
@@ -600,12 +606,12 @@ class _Build:
         produced = {id(t) for t in self.net._inputs}
         for layer in self.net._layers:
             for t in layer._inputs:
-                if id(t) not in produced:
+                if t is not None and id(t) not in produced:
                     raise BuildError(f"layer {layer.name!r} reads {t.name!r}, which no earlier layer produces")
             if isinstance(layer, IPluginV3Layer):
                 self.layers.append(self._plugin_layer(layer))
-            elif isinstance(layer, (ICastLayer, IIdentityLayer, IConstantLayer)):
-                self.layers.append(self._simple_layer(layer))
+            elif hasattr(layer, "_infer"):
+                self.layers.append(self._standard_layer(layer))
             else:
                 raise BuildError(f"layer {layer.name!r} of kind {layer.type} is not emulated")
             produced.update(id(t) for t in layer._outputs)
@@ -617,8 +623,9 @@ class _Build:
                 names[n] = True
         tensors = {}
         for t in self.net._inputs + [o for layer in self.net._layers for o in layer._outputs]:
-            tensors[t.name] = {"dtype": t.dtype.name, "dims": [e._to_json() for e in self.exprs[id(t)]]}
-        outputs = [{"name": t.name, "dtype": t.dtype.name} for t in self.net._outputs]
+            tensors[t.name] = {"dtype": self.shapes.info(t).dtype.name,
+                               "dims": [e._to_json() for e in self.exprs[id(t)]]}
+        outputs = [{"name": t.name, "dtype": self.shapes.info(t).dtype.name} for t in self.net._outputs]
         return {"format": FORMAT_VERSION, "name": self.net.name, "inputs": inputs, "outputs": outputs,
                 "tensors": tensors, "layers": self.layers,
                 # what deserialize_cuda_engine checks (as TensorRT checks a plan's library version and

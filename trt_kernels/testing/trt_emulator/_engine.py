@@ -91,6 +91,39 @@ class _DeviceArray:
         self.__cuda_array_interface__ = {"shape": (n,), "typestr": _CAI[dt], "data": (int(ptr), False), "version": 2}
 
 
+def tensor_at(ptr: int, dt, shape: Sequence[int]):
+    """The device buffer at ``ptr`` as a torch tensor of TensorRT type ``dt`` and ``shape`` (a fresh empty
+    tensor where the shape holds no element)."""
+    import torch
+
+    from ._compute import DTYPES
+
+    n = _numel(shape)
+    if n == 0 or not ptr:
+        return torch.empty([int(s) for s in shape], dtype=DTYPES[dt.name], device="cuda")
+    t = torch.as_tensor(_DeviceArray(ptr, n, dt), device="cuda")
+    return (t.view(torch.bfloat16) if dt == DataType.BF16 else t).view([int(s) for s in shape])
+
+
+def run_standard(layer: Dict[str, Any], tensors: Dict[str, Any], ptrs: Dict[str, int], shapes, bindings,
+                 stream: int) -> None:
+    """One standard layer (``_compute``'s torch implementation) on ``stream``, into its outputs' buffers."""
+    import torch
+
+    from . import _compute
+
+    def view(name):
+        return tensor_at(ptrs[name], DataType[tensors[name]["dtype"]], shapes[name])
+
+    with torch.cuda.stream(torch.cuda.ExternalStream(int(stream))):
+        xs = [view(n) if n is not None else None for n in layer["inputs"]]
+        ys = _compute.run(layer["type"], layer["params"], xs, [shapes[n] for n in layer["outputs"]],
+                          lambda j: evaluate(j, bindings))
+        for name, y in zip(layer["outputs"], ys):
+            if _numel(shapes[name]):
+                view(name).copy_(y)
+
+
 def run_cast(src: int, dst: int, n: int, src_dt, dst_dt, stream: int) -> None:
     if src_dt == dst_dt:
         _cuda.copy(dst, src, n * ITEMSIZE[src_dt], stream)
@@ -392,6 +425,9 @@ class IExecutionContext(Strict):
     def _run_layer(self, i, layer, ptrs, shapes, nbytes, bindings, stream) -> None:
         e = self._engine
         kind = layer["kind"]
+        if kind == "layer":
+            run_standard(layer, e._tensors, ptrs, shapes, bindings, stream)
+            return
         ins = [ptrs[n] for n in layer["inputs"]]
         if kind == "constant":
             out = layer["outputs"][0]

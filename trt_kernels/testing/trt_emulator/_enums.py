@@ -154,8 +154,16 @@ BuilderFlag = _make("BuilderFlag", _BUILDER_FLAGS, arithmetic=True)
 PreviewFeature = _make("PreviewFeature", dict(PROFILE_SHARING_0806=0, ALIASED_PLUGIN_IO_10_03=1,
                                               RUNTIME_ACTIVATION_RESIZE_10_10=2) if _version.PROFILE == "10.15"
                        else dict(ALIASED_PLUGIN_IO_10_03=1, RUNTIME_ACTIVATION_RESIZE_10_10=2))
-LayerType = _make("LayerType", dict(CAST=1, ELEMENTWISE=9, SHUFFLE=13, CONSTANT=19, IDENTITY=20, PLUGIN_V2=21,
-                                    PLUGIN_V3=46))
+# NvInfer.h, enum class LayerType (the members of the layers the emulator models)
+LayerType = _make("LayerType", dict(CONVOLUTION=0, CAST=1, ACTIVATION=2, POOLING=3, SCALE=5, SOFTMAX=6,
+                                    CONCATENATION=8, ELEMENTWISE=9, UNARY=11, SHUFFLE=13, REDUCE=14, GATHER=16,
+                                    MATRIX_MULTIPLY=17, CONSTANT=19, IDENTITY=20, PLUGIN_V2=21, SLICE=22, SHAPE=23,
+                                    SELECT=30, PLUGIN_V3=46))
+ReduceOperation = _make("ReduceOperation", dict(SUM=0, PROD=1, MAX=2, MIN=3, AVG=4))
+PoolingType = _make("PoolingType", dict(MAX=0, AVERAGE=1, MAX_AVERAGE_BLEND=2))
+ScaleMode = _make("ScaleMode", dict(UNIFORM=0, CHANNEL=1, ELEMENTWISE=2))
+PaddingMode = _make("PaddingMode", dict(EXPLICIT_ROUND_DOWN=0, EXPLICIT_ROUND_UP=1, SAME_UPPER=2, SAME_LOWER=3))
+GatherMode = _make("GatherMode", dict(DEFAULT=0, ELEMENT=1, ND=2))
 
 #: every enum above, by name (the public names of the native module)
 ALL = {c.__name__: c for c in (
@@ -163,7 +171,8 @@ ALL = {c.__name__: c for c in (
     PluginCapabilityType, PluginArgType, PluginArgDataType, NetworkDefinitionCreationFlag, SerializationFlag,
     ElementWiseOperation, ActivationType, UnaryOperation, InterpolationMode, SampleMode, MatrixOperation,
     TopKOperation, EngineCapability, DeviceType, ProfilingVerbosity, TilingOptimizationLevel, MemoryPoolType,
-    TensorIOMode, TensorLocation, HardwareCompatibilityLevel, BuilderFlag, PreviewFeature, LayerType)}
+    TensorIOMode, TensorLocation, HardwareCompatibilityLevel, BuilderFlag, PreviewFeature, LayerType, ReduceOperation,
+    PoolingType, ScaleMode, PaddingMode, GatherMode)}
 
 #: bytes per element (``DataType.itemsize`` is added by NVIDIA's pure-Python ``__init__``)
 ITEMSIZE = {DataType.FLOAT: 4, DataType.HALF: 2, DataType.BF16: 2, DataType.INT8: 1, DataType.INT32: 4,

@@ -1,152 +1,54 @@
-"""Network definition: ``ITensor``, the emulated layer kinds, ``INetworkDefinition``, ``Weights``.
+"""The network definition: ``INetworkDefinition`` and its ``add_*`` methods, and the QDP plugin layer.
 
-Layer kinds emulated: network inputs, QDP plugin layers (``add_plugin``, AOT or JIT), and the
-trivial layers Torch-TensorRT adds around plugin layers: ``add_cast`` (int64 outputs, forced
-copies of inputs), ``add_identity`` and ``add_constant``. Every other ``add_*`` is an
-``AttributeError`` naming it.
+Layer kinds emulated: network inputs, QDP plugin layers (``add_plugin``, AOT or JIT, here), and
+TensorRT's standard layers (``_layers``: elementwise, unary, activation, select, cast, identity,
+constant, shuffle, shape, gather, concatenation, slice, matrix multiply, softmax, reduce,
+convolution, pooling, scale). Every other ``add_*`` is an ``AttributeError`` naming it. A tensor's type
+and shape are inferred as TensorRT infers them (``_tensor.Shapes``); a layer TensorRT would refuse makes
+the question fail, reported through the builder's logger, and fails the build.
 """
 
-import ctypes
 import itertools
-import warnings
-from typing import Any, List, Optional, Sequence
+from typing import List, Optional
 
-import numpy as np
-
-from . import _version
-from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
-from ._enums import ITEMSIZE, DataType, LayerType, NetworkDefinitionCreationFlag, QuickPluginCreationRequest, Severity
+from ._dims import DimsExprs, IDimensionExpr, IExprBuilder, foreign
+from ._enums import (
+    ActivationType,
+    DataType,
+    ElementWiseOperation,
+    LayerType,
+    MatrixOperation,
+    NetworkDefinitionCreationFlag,
+    PoolingType,
+    QuickPluginCreationRequest,
+    ReduceOperation,
+    ScaleMode,
+    Severity,
+    UnaryOperation,
+)
+from ._layers import (
+    IActivationLayer,
+    ICastLayer,
+    IConcatenationLayer,
+    IConstantLayer,
+    IConvolutionLayer,
+    IElementWiseLayer,
+    IGatherLayer,
+    IIdentityLayer,
+    IMatrixMultiplyLayer,
+    IPoolingLayer,
+    IReduceLayer,
+    IScaleLayer,
+    ISelectLayer,
+    IShapeLayer,
+    IShuffleLayer,
+    ISliceLayer,
+    ISoftMaxLayer,
+    IUnaryLayer,
+)
 from ._logging import report
 from ._strict import Strict, unpicklable
-
-_NP = {DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8, DataType.INT32: np.int32,
-       DataType.INT64: np.int64, DataType.BOOL: np.bool_, DataType.UINT8: np.uint8}
-
-
-def dim_symbol(tensor_name: str, axis: int) -> str:
-    """The symbol standing for a dynamic axis of a network input."""
-    return f"{tensor_name}[{axis}]"
-
-
-@unpicklable
-class ITensor(Strict):
-    """A tensor of a network. Hashable by identity (Torch-TensorRT keys dicts with it)."""
-
-    def __init__(self, network, name: str, dtype, shape: Sequence[int], producer=None):
-        self._network, self._name, self._dtype, self._producer = network, name, dtype, producer
-        self._shape = Dims(shape)
-        self._exprs: Optional[DimsExprs] = None  # set for plugin outputs when the layer is added
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
-
-    def _get_dtype(self):
-        return self._dtype
-
-    def _set_dtype(self, value):
-        """TensorRT 10.x's ``ITensor::setType`` (deprecated in 10.12; 11.0 removed the setter): a network
-        input takes the type; any other tensor keeps its inferred type. Setting that same type is
-        tolerated; on a strongly typed network another type is an error reported through the logger, and
-        the type is not updated. (On a weakly typed network TensorRT converts an output to the type set;
-        the emulator does not emulate that conversion and says so.)"""
-        warnings.warn("setting ITensor.dtype is deprecated since TensorRT 10.12 (superseded by strong typing)",
-                      DeprecationWarning, stacklevel=2)
-        if not isinstance(value, DataType):
-            raise TypeError(f"ITensor.dtype: expected a tensorrt.DataType, got {value!r}")
-        if self.is_network_input or value == self._dtype:
-            self._dtype = value
-            return
-        net = self._network
-        if net.get_flag(NetworkDefinitionCreationFlag.STRONGLY_TYPED):
-            report(net._logger, Severity.ERROR,
-                   f"ITensor::setType (TensorRT emulator): {self._name!r} is not a network input of a strongly typed "
-                   f"network, so its type is inferred ({self._dtype.name}); {value.name} was not applied")
-            return
-        raise NotImplementedError(f"ITensor.dtype: converting {self._name!r} from {self._dtype.name} to {value.name} "
-                                  "on a weakly typed network is not emulated by the TensorRT emulator (build the "
-                                  "network strongly typed, or add a cast layer)")
-
-    if _version.PROFILE == "10.15":
-        dtype = property(_get_dtype, _set_dtype)
-    else:  # read-only from TensorRT 11.0
-        dtype = property(_get_dtype)
-    del _get_dtype, _set_dtype
-
-    @property
-    def shape(self) -> Dims:
-        return Dims(self._shape)
-
-    @shape.setter
-    def shape(self, value) -> None:
-        if not self.is_network_input:
-            raise TypeError(f"ITensor.shape can only be set on network inputs ({self._name!r} is not one)")
-        self._shape = Dims(value)
-
-    @property
-    def is_network_input(self) -> bool:
-        return self._producer is None and self in self._network._inputs
-
-    @property
-    def is_network_output(self) -> bool:
-        return any(t is self for t in self._network._outputs)
-
-    def __repr__(self):
-        return f"ITensor({self._name!r}, {self._dtype.name}, {tuple(self._shape)})"
-
-    __hash__ = object.__hash__
-
-    def __eq__(self, other):
-        return self is other
-
-
-@unpicklable
-class ILayer(Strict):
-    _TYPE = None
-    _KIND = "Layer"
-
-    def __init__(self, network, inputs: List[ITensor]):
-        self._network = network
-        self._inputs = list(inputs)
-        self._outputs: List[ITensor] = []
-        self._index = len(network._layers)
-        self._name = f"(Unnamed Layer* {self._index}) [{self._KIND}]"
-        self.metadata = ""
-
-    def _add_output(self, dtype, shape) -> ITensor:
-        t = ITensor(self._network, f"{self._name}_output_{len(self._outputs)}", dtype, shape, producer=self)
-        self._outputs.append(t)
-        return t
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = str(value)
-
-    @property
-    def type(self):
-        return self._TYPE
-
-    @property
-    def num_inputs(self) -> int:
-        return len(self._inputs)
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self._outputs)
-
-    def get_input(self, index: int) -> ITensor:
-        return self._inputs[index]
-
-    def get_output(self, index: int) -> ITensor:
-        return self._outputs[index]
+from ._tensor import ILayer, Info, ITensor, LayerError, Shapes, Weights, dim_symbol
 
 
 class IPluginV3Layer(ILayer):
@@ -156,7 +58,7 @@ class IPluginV3Layer(ILayer):
     def __init__(self, network, inputs, plugin, request):
         super().__init__(network, inputs)
         self._plugin, self._request = plugin, request
-        types = plugin.get_output_data_types([t.dtype for t in inputs], [len(t._shape) for t in inputs])
+        types = plugin.get_output_data_types([t.dtype for t in inputs], [len(t.shape) for t in inputs])
         in_exprs = [network._exprs_of(t) for t in inputs]
         out_exprs = plugin.get_output_shapes(in_exprs, [], network._expr_builder)
         for exprs in out_exprs:
@@ -173,86 +75,13 @@ class IPluginV3Layer(ILayer):
         return self._plugin
 
 
-class ICastLayer(ILayer):
-    _TYPE = LayerType.CAST
-    _KIND = "Cast"
-
-    def __init__(self, network, tensor, to_type):
-        super().__init__(network, [tensor])
-        self.to_type = to_type
-        self._add_output(to_type, tensor._shape)._exprs = network._exprs_of(tensor)
-
-
-class IIdentityLayer(ILayer):
-    _TYPE = LayerType.IDENTITY
-    _KIND = "Identity"
-
-    def __init__(self, network, tensor):
-        super().__init__(network, [tensor])
-        self._add_output(tensor.dtype, tensor._shape)._exprs = network._exprs_of(tensor)
-
-
-class IConstantLayer(ILayer):
-    _TYPE = LayerType.CONSTANT
-    _KIND = "Constant"
-
-    def __init__(self, network, shape, weights):
-        super().__init__(network, [])
-        self._weights = weights
-        shape = [int(s) for s in shape]
-        if int(np.prod(shape, dtype=np.int64)) != weights.size:
-            raise ValueError(f"add_constant: shape {tuple(shape)} holds {int(np.prod(shape))} elements but the "
-                             f"weights hold {weights.size}")
-        self._add_output(weights.dtype, shape)
-
-    @property
-    def weights(self):
-        return self._weights
-
-    @property
-    def shape(self) -> Dims:
-        return Dims(self._outputs[0]._shape)
-
-
-@unpicklable
-class Weights(Strict):
-    """Host weights. TensorRT's bindings take ``(dtype, pointer, count)``, a numpy array, or ``(dtype)``
-    for empty weights; the emulator copies the bytes at once."""
-
-    def __init__(self, a=None, ptr: Optional[int] = None, count: Optional[int] = None):
-        if a is None:
-            self._dtype, self._data = DataType.FLOAT, b""
-        elif isinstance(a, np.ndarray):
-            dt = {np.dtype(v): k for k, v in _NP.items()}.get(a.dtype)
-            if dt is None:
-                raise TypeError(f"Weights: numpy dtype {a.dtype} has no TensorRT DataType")
-            self._dtype, self._data = dt, np.ascontiguousarray(a).tobytes()
-        elif isinstance(a, DataType) and ptr is None:
-            self._dtype, self._data = a, b""
-        elif isinstance(a, DataType):
-            nbytes = int(count) * ITEMSIZE[a]
-            self._dtype, self._data = a, ctypes.string_at(int(ptr), nbytes) if nbytes else b""
-        else:
-            raise TypeError(f"Weights({a!r}, ...): expected a numpy array, or a DataType with pointer and count")
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def size(self) -> int:
-        """The number of elements (``count`` is only the constructor's argument in TensorRT)."""
-        return len(self._data) // ITEMSIZE[self._dtype] if self._data else 0
-
-    @property
-    def nbytes(self) -> int:
-        return len(self._data)
-
-    def numpy(self) -> np.ndarray:
-        return np.frombuffer(self._data, dtype=_NP[self._dtype]).copy()
-
-
 _network_ids = itertools.count()
+
+
+def _enum_arg(method: str, what: str, value, cls):
+    if not isinstance(value, cls):
+        raise TypeError(f"{method}(): {what} must be a tensorrt.{cls.__name__}, got {value!r}")
+    return value
 
 
 @unpicklable
@@ -264,6 +93,7 @@ class INetworkDefinition(Strict):
         self._outputs: List[ITensor] = []
         self._layers: List[ILayer] = []
         self._expr_builder = IExprBuilder()
+        self._shapes = Shapes(self, self._expr_builder, self._leaf)
         self.name = f"Unnamed Network {next(_network_ids)}"
 
     # ----- flags -----
@@ -334,9 +164,7 @@ class INetworkDefinition(Strict):
 
     def add_cast(self, input: ITensor, to_type) -> ICastLayer:  # noqa: A002
         self._check_tensor(input, "add_cast")
-        if to_type not in ITEMSIZE:
-            raise TypeError(f"add_cast: casting to {to_type} is not emulated")
-        return self._append(ICastLayer(self, input, to_type))
+        return self._append(ICastLayer(self, input, _enum_arg("add_cast", "to_type", to_type, DataType)))
 
     def add_identity(self, input: ITensor) -> IIdentityLayer:  # noqa: A002
         self._check_tensor(input, "add_identity")
@@ -345,23 +173,142 @@ class INetworkDefinition(Strict):
     def add_constant(self, shape, weights: Weights) -> IConstantLayer:
         if not isinstance(weights, Weights):
             raise TypeError(f"add_constant: weights must be tensorrt.Weights, got {type(weights).__name__}")
+        shape = [int(s) for s in shape]
+        count = 1
+        for s in shape:
+            count *= s
+        if min(shape, default=0) < 0 or count != weights.size:
+            return self._refuse("INetworkDefinition::addConstant", f"the constant of shape {tuple(shape)} holds "
+                                f"{count} elements but the weights hold {weights.size}")
         return self._append(IConstantLayer(self, shape, weights))
+
+    def add_elementwise(self, input1: ITensor, input2: ITensor, op) -> IElementWiseLayer:
+        self._check_tensor(input1, "add_elementwise")
+        self._check_tensor(input2, "add_elementwise")
+        return self._append(IElementWiseLayer(self, input1, input2,
+                                              _enum_arg("add_elementwise", "op", op, ElementWiseOperation)))
+
+    def add_unary(self, input: ITensor, op) -> IUnaryLayer:  # noqa: A002
+        self._check_tensor(input, "add_unary")
+        return self._append(IUnaryLayer(self, input, _enum_arg("add_unary", "op", op, UnaryOperation)))
+
+    def add_activation(self, input: ITensor, type) -> IActivationLayer:  # noqa: A002
+        self._check_tensor(input, "add_activation")
+        return self._append(IActivationLayer(self, input, _enum_arg("add_activation", "type", type, ActivationType)))
+
+    def add_select(self, condition: ITensor, then_input: ITensor, else_input: ITensor) -> ISelectLayer:
+        for t in (condition, then_input, else_input):
+            self._check_tensor(t, "add_select")
+        return self._append(ISelectLayer(self, condition, then_input, else_input))
+
+    def add_shuffle(self, input: ITensor) -> IShuffleLayer:  # noqa: A002
+        self._check_tensor(input, "add_shuffle")
+        return self._append(IShuffleLayer(self, input))
+
+    def add_shape(self, input: ITensor) -> IShapeLayer:  # noqa: A002
+        self._check_tensor(input, "add_shape")
+        return self._append(IShapeLayer(self, input))
+
+    def add_gather(self, input: ITensor, indices: ITensor, axis: int) -> IGatherLayer:  # noqa: A002
+        self._check_tensor(input, "add_gather")
+        self._check_tensor(indices, "add_gather")
+        return self._append(IGatherLayer(self, input, indices, axis))
+
+    def add_concatenation(self, inputs: List[ITensor]) -> Optional[IConcatenationLayer]:
+        inputs = list(inputs)
+        for t in inputs:
+            self._check_tensor(t, "add_concatenation")
+        if not inputs:
+            return self._refuse("INetworkDefinition::addConcatenation", "nbInputs > 0")
+        return self._append(IConcatenationLayer(self, inputs))
+
+    def add_slice(self, input: ITensor, start, shape, stride) -> ISliceLayer:  # noqa: A002
+        self._check_tensor(input, "add_slice")
+        return self._append(ISliceLayer(self, input, start, shape, stride))
+
+    def add_matrix_multiply(self, input0: ITensor, op0, input1: ITensor, op1) -> IMatrixMultiplyLayer:
+        self._check_tensor(input0, "add_matrix_multiply")
+        self._check_tensor(input1, "add_matrix_multiply")
+        return self._append(IMatrixMultiplyLayer(
+            self, input0, _enum_arg("add_matrix_multiply", "op0", op0, MatrixOperation), input1,
+            _enum_arg("add_matrix_multiply", "op1", op1, MatrixOperation)))
+
+    def add_softmax(self, input: ITensor) -> ISoftMaxLayer:  # noqa: A002
+        self._check_tensor(input, "add_softmax")
+        return self._append(ISoftMaxLayer(self, input))
+
+    def add_reduce(self, input: ITensor, op, axes: int, keep_dims: bool) -> IReduceLayer:  # noqa: A002
+        self._check_tensor(input, "add_reduce")
+        return self._append(IReduceLayer(self, input, _enum_arg("add_reduce", "op", op, ReduceOperation), axes,
+                                         keep_dims))
+
+    def add_convolution_nd(self, input: ITensor, num_output_maps: int, kernel_shape, kernel: Weights,  # noqa: A002
+                           bias: Optional[Weights] = None) -> Optional[IConvolutionLayer]:
+        self._check_tensor(input, "add_convolution_nd")
+        for what, w in (("kernel", kernel), ("bias", bias)):
+            if w is not None and not isinstance(w, Weights):
+                raise TypeError(f"add_convolution_nd(): {what} must be tensorrt.Weights, got {type(w).__name__}")
+        kernel_shape = [int(k) for k in kernel_shape]
+        if not 1 <= len(kernel_shape) <= 3 or min(kernel_shape) < 1 or int(num_output_maps) < 1:
+            return self._refuse("INetworkDefinition::addConvolutionNd",
+                                f"nbOutputMaps > 0 and 1 to 3 positive kernel dimensions (got {num_output_maps} and "
+                                f"{tuple(kernel_shape)})")
+        return self._append(IConvolutionLayer(self, input, num_output_maps, kernel_shape, kernel, bias))
+
+    def add_pooling_nd(self, input: ITensor, type, window_size) -> Optional[IPoolingLayer]:  # noqa: A002
+        self._check_tensor(input, "add_pooling_nd")
+        window = [int(k) for k in window_size]
+        if not 1 <= len(window) <= 3 or min(window) < 1:
+            return self._refuse("INetworkDefinition::addPoolingNd", f"1 to 3 positive window dimensions (got "
+                                f"{tuple(window)})")
+        return self._append(IPoolingLayer(self, input, _enum_arg("add_pooling_nd", "type", type, PoolingType),
+                                          window))
+
+    def add_scale_nd(self, input: ITensor, mode, shift: Optional[Weights] = None,  # noqa: A002
+                     scale: Optional[Weights] = None, power: Optional[Weights] = None,
+                     channel_axis: int = 1) -> IScaleLayer:
+        self._check_tensor(input, "add_scale_nd")
+        for what, w in (("shift", shift), ("scale", scale), ("power", power)):
+            if w is not None and not isinstance(w, Weights):
+                raise TypeError(f"add_scale_nd(): {what} must be tensorrt.Weights, got {type(w).__name__}")
+        return self._append(IScaleLayer(self, input, _enum_arg("add_scale_nd", "mode", mode, ScaleMode), shift,
+                                        scale, power, channel_axis))
 
     # ----- the emulator's own -----
     def _append(self, layer):
         self._layers.append(layer)
         return layer
 
+    def _refuse(self, where: str, condition: str) -> None:
+        """A call TensorRT refuses: reported through the logger, no layer (``None``), as TensorRT returns."""
+        report(self._logger, Severity.ERROR,
+               f"{where}: Error Code 3: API Usage Error (Parameter check failed, condition: {condition}.)")
+        return None
+
     def _check_tensor(self, t, what: str) -> None:
         if not isinstance(t, ITensor) or t._network is not self:
             raise TypeError(f"{what}: {t!r} is not a tensor of this network")
 
-    def _exprs_of(self, t: ITensor) -> DimsExprs:
-        if t._exprs is not None:
-            return t._exprs
+    def _leaf(self, t: ITensor) -> Info:
+        if t._exprs is not None:  # a plugin's output
+            return Info(t._dtype, list(t._exprs))
         b = self._expr_builder
-        return DimsExprs([b._symbol(dim_symbol(t.name, j)) if d < 0 else b.constant(int(d))
-                          for j, d in enumerate(t._shape)])
+        return Info(t._dtype, [b._symbol(dim_symbol(t.name, j)) if d < 0 else b.constant(int(d))
+                               for j, d in enumerate(t._shape)])
+
+    def _info(self, t: ITensor) -> Info:
+        """What the network knows of ``t`` now; a layer TensorRT refuses is reported and raised."""
+        try:
+            return self._shapes.info(t)
+        except LayerError as e:
+            report(self._logger, Severity.ERROR, f"Error Code 4: API Usage Error (TensorRT emulator: {e})")
+            raise
+
+    def _changed(self, index: int) -> None:
+        self._shapes.invalidate(index)
+
+    def _exprs_of(self, t: ITensor) -> DimsExprs:
+        return DimsExprs(self._info(t).dims)
 
     def _request(self, aot: Optional[bool]):
         F, Q = NetworkDefinitionCreationFlag, QuickPluginCreationRequest
@@ -379,6 +326,3 @@ class INetworkDefinition(Strict):
             return Q.PREFER_JIT
         return Q.UNKNOWN
 
-
-def np_dtype(dt) -> Any:
-    return _NP[dt]
