@@ -142,11 +142,17 @@ def test_native_op_kept_in_pytorch_with_torch_executed_ops(tt, ex):
     _check(trt_model(x), torch.sin(torch.sigmoid(x)) + 1.0, atol=1e-5, rtol=1e-4)
 
 
+class _WithResize(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(torch.ops.kern_ex.sigmoid(x), scale_factor=2.0, mode="nearest")
+
+
 def test_a_native_layer_the_emulator_lacks_fails_the_build_by_name(tt, ex):
-    """Strictness: the emulator builds plugin-only networks; a unary layer is refused by name."""
-    x = torch.randn(64, device="cuda")
-    with pytest.raises(Exception, match="add_unary|UNARY|Unary"):
-        emu.compile_trt(tt, _WithNative(), [x], pass_through_build_failures=True)
+    """Strictness: a layer kind the emulator does not model (here TensorRT's resize, for interpolate) is
+    refused by name, never passed through."""
+    x = torch.randn(1, 2, 8, 8, device="cuda")
+    with pytest.raises(Exception, match="add_resize|RESIZE|Resize"):
+        emu.compile_trt(tt, _WithResize(), [x], pass_through_build_failures=True)
 
 
 def _declare(name, spec):

@@ -392,3 +392,35 @@ def test_layer_attributes_not_modeled_fail_by_name(env):
     s = n.net.add_shuffle(n.input("x", torch.randn(2, 3)))
     with pytest.raises(AttributeError, match="IShuffleLayer.no_such_knob is not implemented by the TensorRT emulator"):
         s.no_such_knob
+
+
+def test_the_shape_tensor_patterns_torch_tensorrt_emits(env):
+    """Torch-TensorRT 2.11's dynamic-shape helpers, as its converters call them: ``get_shape_with_dynamic_shape``
+    (shape, cast to INT32, numpy constants, LESS, select: the -1 entries replaced by the run-time dims), a
+    dynamic slice through ``set_input(1/2/3)`` with empty ``Dims``, an expand as a stride-0 slice, unsqueeze."""
+    trt = env.trt
+    n = Net(env)
+    x = n.input("x", torch.randn(3, 4, 6), dynamic=(0,))
+    shape = n.net.add_cast(n.net.add_shape(x).get_output(0), trt.int32).get_output(0)
+    wanted = n.net.add_constant((3,), np.array([-1, 4, 3], np.int32)).get_output(0)  # numpy, as the helper passes
+    zeros = n.net.add_constant((3,), np.zeros(3, np.int32)).get_output(0)
+    cond = n.net.add_elementwise(wanted, zeros, trt.ElementWiseOperation.LESS).get_output(0)
+    size = n.net.add_select(cond, shape, wanted).get_output(0)
+    assert size.is_shape_tensor and cond.dtype == trt.bool
+    start = n.net.add_constant((3,), np.array([0, 0, 2], np.int32)).get_output(0)
+    stride = n.net.add_constant((3,), np.array([1, 1, 1], np.int32)).get_output(0)
+    sl = n.net.add_slice(x, trt.Dims(), trt.Dims(), trt.Dims())
+    for i, t in ((1, start), (2, size), (3, stride)):
+        sl.set_input(i, t)
+    assert sl.get_output(0).shape == (-1, 4, 3)
+    axes = n.net.add_constant((1,), np.array([-1], np.int32)).get_output(0)
+    un = n.net.add_unsqueeze(sl.get_output(0), axes)
+    assert un.get_output(0).shape == (-1, 4, 3, 1)
+    expand = n.net.add_slice(un.get_output(0), (0, 0, 0, 0), (1, 1, 1, 5), (1, 1, 1, 0))  # the batch kept at 1
+    assert expand.get_output(0).shape == (1, 1, 1, 5)
+    plan = n.build(un.get_output(0), expand.get_output(0))
+    for b in (1, 5):
+        v = torch.randn(b, 4, 6)
+        out, exp = execute(env, plan, {"x": v})
+        _close(out, v[:, :, 2:5].unsqueeze(-1))
+        _close(exp, v[:1, :1, 2:3].unsqueeze(-1).expand(1, 1, 1, 5))

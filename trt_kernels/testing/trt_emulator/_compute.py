@@ -125,6 +125,13 @@ def _shape(p, x, out, ev):
     return torch.tensor(list(x[0].shape), dtype=torch.int64, device=x[0].device)
 
 
+def _unsqueeze(p, x, out, ev):
+    v = x[0]
+    for a in p["axes"]:
+        v = v.unsqueeze(a)
+    return v
+
+
 def _gather(p, x, out, ev):
     data, idx = x
     axis = p["axis"]
@@ -314,9 +321,9 @@ def _scale(p, x, out, ev):
 
 _RUN = {
     "ELEMENTWISE": _elementwise, "UNARY": _unary, "ACTIVATION": _activation, "SELECT": _select,
-    "SHUFFLE": _shuffle, "SHAPE": _shape, "GATHER": _gather, "CONCATENATION": _concatenation, "SLICE": _slice,
-    "MATRIX_MULTIPLY": _matrix_multiply, "SOFTMAX": _softmax, "REDUCE": _reduce, "CONVOLUTION": _convolution,
-    "POOLING": _pooling, "SCALE": _scale,
+    "SHUFFLE": _shuffle, "SHAPE": _shape, "UNSQUEEZE": _unsqueeze, "GATHER": _gather,
+    "CONCATENATION": _concatenation, "SLICE": _slice, "MATRIX_MULTIPLY": _matrix_multiply, "SOFTMAX": _softmax,
+    "REDUCE": _reduce, "CONVOLUTION": _convolution, "POOLING": _pooling, "SCALE": _scale,
 }
 
 

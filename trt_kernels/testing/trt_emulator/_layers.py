@@ -37,7 +37,7 @@ from ._enums import (
     ScaleMode,
     UnaryOperation,
 )
-from ._tensor import MAX_SHAPE_VALUES, ILayer, Info, LayerError, Shapes, Weights
+from ._tensor import MAX_SHAPE_VALUES, ILayer, Info, LayerError, Shapes, Weights, as_weights
 
 D = DimensionOperation
 FLOATS = (DataType.FLOAT, DataType.HALF, DataType.BF16)
@@ -224,10 +224,18 @@ class IElementWiseLayer(_Layer):
         dims = broadcast(sh, name, f"ElementWise {op.name}", [a.dims, b.dims])
         dtype = DataType.BOOL if op in _COMPARE else a.dtype
         values = None
-        if a.values is not None and b.values is not None and op in _SHAPE_OPS and len(dims) <= 1:
+        if a.values is not None and b.values is not None and len(dims) <= 1:
             n = max(len(a.values), len(b.values))
             if {len(a.values), len(b.values)} <= {1, n}:
-                values = [sh.builder.operation(_SHAPE_OPS[op], _at(a.values, i), _at(b.values, i)) for i in range(n)]
+                pairs = [(_at(a.values, i), _at(b.values, i)) for i in range(n)]
+                if op in _SHAPE_OPS:
+                    values = [sh.builder.operation(_SHAPE_OPS[op], x, y) for x, y in pairs]
+                elif op == ElementWiseOperation.LESS:
+                    values = [sh.builder.operation(D.LESS, x, y) for x, y in pairs]
+                elif op == ElementWiseOperation.GREATER:
+                    values = [sh.builder.operation(D.LESS, y, x) for x, y in pairs]
+                elif op == ElementWiseOperation.EQUAL:
+                    values = [sh.builder.operation(D.EQUAL, x, y) for x, y in pairs]
         return [Info(dtype, dims, values)]
 
     def _params(self, sh):
@@ -315,7 +323,16 @@ class ISelectLayer(_Layer):
         if a.dtype != b.dtype:
             raise LayerError(f"{self._name}: Select's then and else inputs have types {a.dtype.name} and "
                              f"{b.dtype.name}; they must have the same type")
-        return [Info(a.dtype, broadcast(sh, self._name, "Select", [c.dims, a.dims, b.dims]))]
+        dims = broadcast(sh, self._name, "Select", [c.dims, a.dims, b.dims])
+        values = None
+        if None not in (c.values, a.values, b.values) and len(dims) == 1:
+            n = const(dims[0])
+            if n is not None and all(len(v) in (1, n) for v in (c.values, a.values, b.values)):
+                # a shape tensor chosen element by element: cond * then + (1 - cond) * else, cond being 0 or 1
+                op, one = sh.builder.operation, sh.builder.constant(1)
+                values = [op(D.SUM, op(D.PROD, _at(c.values, i), _at(a.values, i)),
+                             op(D.PROD, op(D.SUB, one, _at(c.values, i)), _at(b.values, i))) for i in range(n)]
+        return [Info(a.dtype, dims, values)]
 
 
 # ======================================================================================
@@ -369,9 +386,7 @@ class IConstantLayer(_Layer):
 
     @weights.setter
     def weights(self, value):
-        if not isinstance(value, Weights):
-            raise TypeError(f"IConstantLayer.weights: expected tensorrt.Weights, got {type(value).__name__}")
-        self._set("weights", value)
+        self._set("weights", as_weights(value, "IConstantLayer.weights"))
 
     @property
     def shape(self) -> Dims:
@@ -527,6 +542,47 @@ class IShapeLayer(_Layer):
         x = self._in(sh)
         values = list(x.dims) if len(x.dims) <= MAX_SHAPE_VALUES else None
         return [Info(DataType.INT64, [sh.builder.constant(len(x.dims))], values)]
+
+
+class IUnsqueezeLayer(_Layer):
+    """Unit dimensions inserted at ``axes`` (input 1: a constant INT32/INT64 shape tensor) of the output; an
+    axis may be negative, counted from the end of the output."""
+
+    _TYPE = LayerType.UNSQUEEZE
+    _KIND = "Unsqueeze"
+    _INPUTS = 2
+
+    def __init__(self, network, x, axes):
+        super().__init__(network, [x, axes])
+
+    def _axes(self, sh):
+        x, ax = self._in(sh, 0), self._in(sh, 1)
+        if ax.dtype not in SHAPE_TYPES or len(ax.dims) > 1:
+            raise LayerError(f"{self._name}: unsqueeze axes must be a 0-D or 1-D INT32/INT64 tensor")
+        values = sh.values(self._inputs[1], f"{self._name}: unsqueeze axes")
+        if any(const(v) is None for v in values):
+            raise LayerError(f"{self._name}: unsqueeze axes must be resolvable to constants")
+        rank = len(x.dims) + len(values)
+        axes = []
+        for v in values:
+            a = const(v)
+            if not -rank <= a < rank:
+                raise LayerError(f"{self._name}: unsqueeze axis {a} is outside [-{rank}, {rank - 1}]")
+            axes.append(a % rank)
+        if len(set(axes)) != len(axes):
+            raise LayerError(f"{self._name}: unsqueeze axes {[const(v) for v in values]} are not unique")
+        return x, sorted(axes), rank
+
+    def _infer(self, sh):
+        x, axes, rank = self._axes(sh)
+        rest = iter(x.dims)
+        dims = [sh.builder.constant(1) if j in axes else next(rest) for j in range(rank)]
+        values = x.values if x.values is not None and rank <= 1 else None
+        return [Info(x.dtype, dims, values)]
+
+    def _params(self, sh):
+        x, axes, rank = self._axes(sh)
+        return {"axes": axes}
 
 
 class IGatherLayer(_Layer):
@@ -923,7 +979,7 @@ class IConvolutionLayer(_Windowed):
 
     @kernel.setter
     def kernel(self, value):
-        self._set("kernel", value)
+        self._set("kernel", as_weights(value, "IConvolutionLayer.kernel"))
 
     @property
     def bias(self) -> Weights:
@@ -931,7 +987,7 @@ class IConvolutionLayer(_Windowed):
 
     @bias.setter
     def bias(self, value):
-        self._set("bias", value)
+        self._set("bias", as_weights(value, "IConvolutionLayer.bias"))
 
     def _check(self, sh):
         x, name = self._in(sh), self._name
@@ -1056,9 +1112,9 @@ class IScaleLayer(_Layer):
         super().__init__(network, [x])
 
     mode = _prop("mode", _enum(ScaleMode))
-    shift = _prop("shift")
-    scale = _prop("scale")
-    power = _prop("power")
+    shift = _prop("shift", lambda v: as_weights(v, "IScaleLayer.shift"))
+    scale = _prop("scale", lambda v: as_weights(v, "IScaleLayer.scale"))
+    power = _prop("power", lambda v: as_weights(v, "IScaleLayer.power"))
     channel_axis = _prop("channel_axis", int)
 
     def _count(self, sh, x) -> int:
@@ -1101,6 +1157,6 @@ class IScaleLayer(_Layer):
 #: the layer classes the emulator models, by TensorRT's Python name
 CLASSES = {c.__name__: c for c in (
     IElementWiseLayer, IUnaryLayer, IActivationLayer, ISelectLayer, ICastLayer, IIdentityLayer, IConstantLayer,
-    IShuffleLayer, IShapeLayer, IGatherLayer, IConcatenationLayer, ISliceLayer, IMatrixMultiplyLayer, ISoftMaxLayer,
-    IReduceLayer, IConvolutionLayer, IPoolingLayer, IScaleLayer)}
+    IShuffleLayer, IShapeLayer, IUnsqueezeLayer, IGatherLayer, IConcatenationLayer, ISliceLayer,
+    IMatrixMultiplyLayer, ISoftMaxLayer, IReduceLayer, IConvolutionLayer, IPoolingLayer, IScaleLayer)}
 

@@ -2,7 +2,7 @@
 
 Layer kinds emulated: network inputs, QDP plugin layers (``add_plugin``, AOT or JIT, here), and
 TensorRT's standard layers (``_layers``: elementwise, unary, activation, select, cast, identity,
-constant, shuffle, shape, gather, concatenation, slice, matrix multiply, softmax, reduce,
+constant, shuffle, shape, unsqueeze, gather, concatenation, slice, matrix multiply, softmax, reduce,
 convolution, pooling, scale). Every other ``add_*`` is an ``AttributeError`` naming it. A tensor's type
 and shape are inferred as TensorRT infers them (``_tensor.Shapes``); a layer TensorRT would refuse makes
 the question fail, reported through the builder's logger, and fails the build.
@@ -45,10 +45,11 @@ from ._layers import (
     ISliceLayer,
     ISoftMaxLayer,
     IUnaryLayer,
+    IUnsqueezeLayer,
 )
 from ._logging import report
 from ._strict import Strict, unpicklable
-from ._tensor import ILayer, Info, ITensor, LayerError, Shapes, Weights, dim_symbol
+from ._tensor import ILayer, Info, ITensor, LayerError, Shapes, Weights, as_weights, dim_symbol
 
 
 class IPluginV3Layer(ILayer):
@@ -171,8 +172,7 @@ class INetworkDefinition(Strict):
         return self._append(IIdentityLayer(self, input))
 
     def add_constant(self, shape, weights: Weights) -> IConstantLayer:
-        if not isinstance(weights, Weights):
-            raise TypeError(f"add_constant: weights must be tensorrt.Weights, got {type(weights).__name__}")
+        weights = as_weights(weights, "add_constant(): weights")
         shape = [int(s) for s in shape]
         count = 1
         for s in shape:
@@ -208,6 +208,11 @@ class INetworkDefinition(Strict):
     def add_shape(self, input: ITensor) -> IShapeLayer:  # noqa: A002
         self._check_tensor(input, "add_shape")
         return self._append(IShapeLayer(self, input))
+
+    def add_unsqueeze(self, input: ITensor, axes: ITensor) -> IUnsqueezeLayer:  # noqa: A002
+        self._check_tensor(input, "add_unsqueeze")
+        self._check_tensor(axes, "add_unsqueeze")
+        return self._append(IUnsqueezeLayer(self, input, axes))
 
     def add_gather(self, input: ITensor, indices: ITensor, axis: int) -> IGatherLayer:  # noqa: A002
         self._check_tensor(input, "add_gather")
@@ -245,9 +250,8 @@ class INetworkDefinition(Strict):
     def add_convolution_nd(self, input: ITensor, num_output_maps: int, kernel_shape, kernel: Weights,  # noqa: A002
                            bias: Optional[Weights] = None) -> Optional[IConvolutionLayer]:
         self._check_tensor(input, "add_convolution_nd")
-        for what, w in (("kernel", kernel), ("bias", bias)):
-            if w is not None and not isinstance(w, Weights):
-                raise TypeError(f"add_convolution_nd(): {what} must be tensorrt.Weights, got {type(w).__name__}")
+        kernel = as_weights(kernel, "add_convolution_nd(): kernel")
+        bias = as_weights(bias, "add_convolution_nd(): bias")
         kernel_shape = [int(k) for k in kernel_shape]
         if not 1 <= len(kernel_shape) <= 3 or min(kernel_shape) < 1 or int(num_output_maps) < 1:
             return self._refuse("INetworkDefinition::addConvolutionNd",
@@ -268,9 +272,8 @@ class INetworkDefinition(Strict):
                      scale: Optional[Weights] = None, power: Optional[Weights] = None,
                      channel_axis: int = 1) -> IScaleLayer:
         self._check_tensor(input, "add_scale_nd")
-        for what, w in (("shift", shift), ("scale", scale), ("power", power)):
-            if w is not None and not isinstance(w, Weights):
-                raise TypeError(f"add_scale_nd(): {what} must be tensorrt.Weights, got {type(w).__name__}")
+        shift, scale, power = (as_weights(w, f"add_scale_nd(): {what}")
+                               for what, w in (("shift", shift), ("scale", scale), ("power", power)))
         return self._append(IScaleLayer(self, input, _enum_arg("add_scale_nd", "mode", mode, ScaleMode), shift,
                                         scale, power, channel_axis))
 

@@ -330,5 +330,17 @@ class Weights(Strict):
         return np.frombuffer(self._data, dtype=_NP[self._dtype]).copy()
 
 
+def as_weights(value, what: str) -> "Weights":
+    """``value`` as ``Weights``: the bindings take a numpy array wherever they take weights (pybind11 converts
+    it), and ``None`` as empty weights."""
+    if value is None:
+        return Weights()
+    if isinstance(value, Weights):
+        return value
+    if isinstance(value, np.ndarray):
+        return Weights(value)
+    raise TypeError(f"{what}: expected tensorrt.Weights or a numpy array, got {type(value).__name__}")
+
+
 def np_dtype(dt) -> type:
     return _NP[dt]
