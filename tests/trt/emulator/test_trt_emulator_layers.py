@@ -216,15 +216,18 @@ def test_shuffle_refuses_a_volume_change_and_two_inferred_dimensions(env):
 
 def test_a_reshape_driven_by_shape_tensors_follows_the_dynamic_batch(env):
     """What Torch-TensorRT emits for ``x.view(x.shape[0], -1)`` on a dynamic batch: shape, gather, concatenate
-    with a constant, reshape through ``set_input(1, ...)``; the plan's dimensions are expressions of the batch."""
+    with a constant, reshape through ``set_input(1, ...)``; the plan's dimensions are expressions of the batch.
+    As Torch-TensorRT does, the shuffle is added before the layers making its shape tensor (a network is a
+    graph, not a sequence)."""
     trt = env.trt
     n = Net(env)
     x = n.input("x", torch.randn(3, 4, 5), dynamic=(0,))
+    s = n.net.add_shuffle(x)
+    assert s.get_output(0).shape == (-1, 4, 5)  # no reshape yet; asked again after set_input below
     shape = n.net.add_shape(x).get_output(0)
     assert shape.dtype == trt.int64 and shape.shape == (3,) and shape.is_shape_tensor
     batch = n.net.add_gather(shape, n.const(np.array([0], dtype=np.int64)), 0).get_output(0)
     dims = n.net.add_concatenation([batch, n.const(np.array([-1], dtype=np.int64))]).get_output(0)
-    s = n.net.add_shuffle(x)
     s.set_input(1, dims)
     assert s.get_output(0).shape == (-1, 20)
     plan = n.build(s.get_output(0))

@@ -600,21 +600,49 @@ class _Build:
             return dict(rec, kind="cast" if isinstance(layer, ICastLayer) else "identity", to=infos[0].dtype.name)
         return dict(rec, kind="layer", type=layer._TYPE.name, params=params)
 
+    def _topological(self) -> List[Any]:
+        """The network's layers, each after the layers whose outputs it reads (a network is a graph: a layer
+        may read a tensor made by a layer added after it)."""
+        producer = {id(t): layer for layer in self.net._layers for t in layer._outputs}
+        inputs = {id(t) for t in self.net._inputs}
+        order: List[Any] = []
+        state: Dict[int, int] = {}  # 1: its inputs' producers pending; 2: placed
+        for root in self.net._layers:
+            stack = [(root, False)]
+            while stack:
+                node, placed = stack.pop()
+                if placed:
+                    state[id(node)] = 2
+                    order.append(node)
+                    continue
+                if state.get(id(node)) == 2:
+                    continue
+                if state.get(id(node)) == 1:
+                    raise BuildError(f"the network has a cycle through layer {node.name!r}")
+                state[id(node)] = 1
+                stack.append((node, True))
+                for t in node._inputs:
+                    if t is None:
+                        continue
+                    p = producer.get(id(t))
+                    if p is None:
+                        if id(t) not in inputs:
+                            raise BuildError(f"layer {node.name!r} reads {t.name!r}, which is neither a network "
+                                             "input nor the output of a layer of the network")
+                    elif state.get(id(p)) != 2:
+                        stack.append((p, False))
+        return order
+
     def run(self) -> Dict[str, Any]:
         self._check()
         inputs = self._inputs()
-        produced = {id(t) for t in self.net._inputs}
-        for layer in self.net._layers:
-            for t in layer._inputs:
-                if t is not None and id(t) not in produced:
-                    raise BuildError(f"layer {layer.name!r} reads {t.name!r}, which no earlier layer produces")
+        for layer in self._topological():
             if isinstance(layer, IPluginV3Layer):
                 self.layers.append(self._plugin_layer(layer))
             elif hasattr(layer, "_infer"):
                 self.layers.append(self._standard_layer(layer))
             else:
                 raise BuildError(f"layer {layer.name!r} of kind {layer.type} is not emulated")
-            produced.update(id(t) for t in layer._outputs)
         names = {}
         for layer_rec in self.layers:
             for n in layer_rec["outputs"]:

@@ -307,8 +307,12 @@ class INetworkDefinition(Strict):
             report(self._logger, Severity.ERROR, f"Error Code 4: API Usage Error (TensorRT emulator: {e})")
             raise
 
-    def _changed(self, index: int) -> None:
-        self._shapes.invalidate(index)
+    def _changed(self, layer) -> None:
+        """``layer`` changed (None: a network input did): inference forgets what depended on it."""
+        if layer is None:
+            self._shapes.clear()
+        else:
+            self._shapes.invalidate(layer)
 
     def _exprs_of(self, t: ITensor) -> DimsExprs:
         return DimsExprs(self._info(t).dims)

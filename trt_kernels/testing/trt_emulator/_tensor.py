@@ -49,13 +49,15 @@ class Info(NamedTuple):
 class Shapes:
     """Data types, dimension expressions and shape-tensor values of one network's tensors, inferred with
     ``builder``. ``leaf(t)`` gives a network input's or a plugin output's :class:`Info` (those are inferred
-    elsewhere); every other layer's come from its ``_infer``, layer by layer in network order, from
-    the first layer not yet inferred (``invalidate`` moves that back when a layer changes)."""
+    elsewhere); every other layer's come from its ``_infer``, its inputs' first. The network is a graph, not
+    a sequence: a layer may read a tensor made by a layer added after it (Torch-TensorRT adds a shuffle,
+    then the shape tensor it sets as the shuffle's input 1), so inference follows the inputs, and a
+    change of a layer forgets what it and everything downstream of it inferred (``invalidate``)."""
 
     def __init__(self, network, builder: IExprBuilder, leaf: Callable[["ITensor"], Info]):
         self.net, self.builder, self._leaf = network, builder, leaf
         self._info: Dict[int, Info] = {}
-        self._done = 0  # layers [0, _done) inferred
+        self._users: Dict[int, list] = {}  # id(layer) -> layers whose inference read its outputs
 
     def info(self, t: "ITensor") -> Info:
         found = self._info.get(id(t))
@@ -65,22 +67,45 @@ class Shapes:
         if layer is None or not hasattr(layer, "_infer"):
             got = self._info[id(t)] = self._leaf(t)
             return got
-        layers = self.net._layers
-        while self._done <= layer._index:
-            self.infer(layers[self._done])
-            self._done += 1
+        self._after_inputs(layer)
         return self._info[id(t)]
 
+    def _ready(self, layer) -> bool:
+        return all(id(t) in self._info for t in layer._outputs)
+
+    def _after_inputs(self, layer) -> None:
+        """Infer ``layer``, each standard layer it depends on first (iteratively: graphs are deep)."""
+        stack, on_path = [(layer, False)], set()
+        while stack:
+            node, inputs_done = stack.pop()
+            if self._ready(node):
+                continue
+            if inputs_done:
+                on_path.discard(id(node))
+                self.infer(node)
+                continue
+            if id(node) in on_path:
+                raise LayerError(f"{node._name}: the network has a cycle through this layer")
+            on_path.add(id(node))
+            stack.append((node, True))
+            for t in node._inputs:
+                p = None if t is None else t._producer
+                if p is not None and hasattr(p, "_infer") and id(t) not in self._info:
+                    stack.append((p, False))
+
     def infer(self, layer) -> List[Info]:
-        """Infer ``layer``'s outputs (its inputs' first) and remember them."""
-        if not hasattr(layer, "_infer"):
-            return [self.info(t) for t in layer._outputs]
+        """Infer ``layer``'s outputs (its inputs inferred already, or leaves) and remember them."""
         try:
             outs = layer._infer(self)
         except LayerError:
             raise
         except (ArithmeticError, ValueError, TypeError, IndexError) as e:
             raise LayerError(f"{layer._name}: {e}") from e
+        for t in layer._inputs:
+            if t is not None and t._producer is not None:
+                users = self._users.setdefault(id(t._producer), [])
+                if not any(u is layer for u in users):
+                    users.append(layer)
         for t, info in zip(layer._outputs, outs):
             self._info[id(t)] = info
         return outs
@@ -88,16 +113,23 @@ class Shapes:
     def put(self, t: "ITensor", info: Info) -> None:
         self._info[id(t)] = info
 
-    def invalidate(self, index: int) -> None:
-        """Layer ``index`` changed: it and every later layer are inferred again when asked."""
-        if index == 0:  # a network input changed: everything, inputs included
-            self._info.clear()
-        elif index < self._done:
-            for layer in self.net._layers[index:self._done]:
-                if hasattr(layer, "_infer"):
-                    for t in layer._outputs:
-                        self._info.pop(id(t), None)
-        self._done = min(self._done, index)
+    def invalidate(self, layer) -> None:
+        """``layer`` changed: what it and the layers downstream of it inferred is inferred again when asked."""
+        stack, seen = [layer], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if hasattr(node, "_infer"):
+                for t in node._outputs:
+                    self._info.pop(id(t), None)
+            stack.extend(self._users.get(id(node), ()))
+
+    def clear(self) -> None:
+        """A network input changed: everything is inferred again."""
+        self._info.clear()
+        self._users.clear()
 
     # ----- helpers for the layers' _infer -----
     def dims(self, t: "ITensor") -> List[IDimensionExpr]:
@@ -157,9 +189,9 @@ class ITensor(Strict):
             raise TypeError(f"ITensor.dtype: expected a tensorrt.DataType, got {value!r}")
         if self.is_network_input:
             self._dtype = value
-            self._network._changed(0)
+            self._network._changed(None)
             return
-        current = self._get_dtype()
+        current = self._info().dtype
         if value == current:
             return
         net = self._network
@@ -188,7 +220,7 @@ class ITensor(Strict):
         if not self.is_network_input:
             raise TypeError(f"ITensor.shape can only be set on network inputs ({self._name!r} is not one)")
         self._shape = Dims(value)
-        self._network._changed(0)
+        self._network._changed(None)
 
     @property
     def is_network_input(self) -> bool:
@@ -241,7 +273,7 @@ class ILayer(Strict):
         return t
 
     def _changed(self) -> None:
-        self._network._changed(self._index)
+        self._network._changed(self)
 
     @property
     def name(self) -> str:
