@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trt_kernels.testing import _standin as standin
 
@@ -427,3 +429,99 @@ def test_the_shape_tensor_patterns_torch_tensorrt_emits(env):
         out, exp = execute(env, plan, {"x": v})
         _close(out, v[:, :, 2:5].unsqueeze(-1))
         _close(exp, v[:1, :1, 2:3].unsqueeze(-1).expand(1, 1, 1, 5))
+
+
+@st.composite
+def _shuffles(draw):
+    """A tensor shape, a first transpose, reshape dimensions (with 0s and a -1 where they are valid or not) and
+    a second transpose."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    first = draw(st.permutations(range(len(shape))))
+    moved = [shape[p] for p in first]
+    total = int(np.prod(moved))
+    target = draw(st.lists(st.integers(1, 6), min_size=1, max_size=4))
+    k = draw(st.integers(0, len(target) - 1))
+    kind = draw(st.sampled_from(["exact", "infer", "copy", "random"]))
+    if kind in ("exact", "infer"):
+        rest = int(np.prod(target[:k] + target[k + 1:]))
+        if total % rest == 0:
+            target[k] = total // rest if kind == "exact" else -1
+    elif kind == "copy" and k < len(moved):
+        target[:k + 1] = [0] * (k + 1)
+    second = draw(st.permutations(range(len(target))))
+    return shape, list(first), target, list(second)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_shuffles())
+def test_shuffles_match_torch_or_are_refused_with_tensorrt_s_reason(env, case):
+    """Property: a shuffle either infers the shape torch's permute/reshape/permute gives and computes the same
+    values, or (where torch's reshape fails too) is refused naming why; never a foreign error."""
+    shape, first, target, second = case
+    x = torch.randn(*shape)
+    moved = x.permute(*first)
+    want = [moved.shape[j] if v == 0 else v for j, v in enumerate(target)]
+    try:
+        ref = moved.reshape(want).permute(*second)
+    except RuntimeError:
+        ref = None
+    n = Net(env)
+    s = n.net.add_shuffle(n.input("x", x))
+    s.first_transpose, s.reshape_dims, s.second_transpose = first, target, second
+    if ref is None:
+        _refused(env, lambda: s.get_output(0).shape, "reshape")
+        return
+    assert s.get_output(0).shape == tuple(ref.shape)
+    (out,) = n.run({"x": x}, s.get_output(0))
+    _close(out, ref)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=st.lists(st.integers(1, 3), min_size=1, max_size=4), data=st.data())
+def test_elementwise_broadcast_matches_torch_or_is_refused(env, a, data):
+    """Property: equal ranks broadcast where torch broadcasts (each axis equal or 1) and give torch's values;
+    other shapes are refused with TensorRT's reason."""
+    b = [data.draw(st.sampled_from([d, 1, d + 1])) for d in a]
+    x, y = torch.randn(*a), torch.randn(*b)
+    try:
+        ref = x * y
+    except RuntimeError:
+        ref = None
+    n = Net(env)
+    t = n.net.add_elementwise(n.input("x", x), n.input("y", y), env.trt.ElementWiseOperation.PROD).get_output(0)
+    if ref is None:
+        _refused(env, lambda: t.shape, "broadcast dimensions must be conformable")
+        return
+    (out,) = n.run({"x": x, "y": y}, t)
+    _close(out, ref)
+
+
+def test_padding_modes_scale_modes_and_what_is_not_modeled(env):
+    trt = env.trt
+    x = torch.randn(2, 3, 9, 11)
+    n = Net(env)  # rounding the output size up: torch's ceil_mode
+    mp = n.net.add_pooling_nd(n.input("x", x), trt.PoolingType.MAX, (2, 3))
+    mp.stride_nd, mp.padding_mode = (2, 2), trt.PaddingMode.EXPLICIT_ROUND_UP
+    (out,) = n.run({"x": x}, mp.get_output(0))
+    _close(out, F.max_pool2d(x, (2, 3), 2, ceil_mode=True))
+    n = Net(env)  # SAME padding at stride 1: torch's padding="same"
+    w = torch.randn(4, 3, 3, 5)
+    conv = n.net.add_convolution_nd(n.input("x", x), 4, (3, 5), _weights(trt, w), None)
+    conv.padding_mode = trt.PaddingMode.SAME_UPPER
+    (out,) = n.run({"x": x}, conv.get_output(0))
+    _close(out, F.conv2d(x, w, padding="same"), rtol=1e-4, atol=1e-4)
+    x4 = torch.rand(2, 3, 4, 5) + 0.5
+    for mode, shape in ((trt.ScaleMode.UNIFORM, ()), (trt.ScaleMode.ELEMENTWISE, (3, 4, 5))):
+        sc, sh, pw = torch.rand(shape) + 0.5, torch.rand(shape), torch.full(shape, 2.0)
+        n = Net(env)
+        s = n.net.add_scale_nd(n.input("x", x4), mode, _weights(trt, sh.reshape(-1)), _weights(trt, sc.reshape(-1)),
+                               _weights(trt, pw.reshape(-1)), 1)
+        (out,) = n.run({"x": x4}, s.get_output(0))
+        _close(out, (x4 * sc + sh) ** pw, rtol=1e-5, atol=1e-5)
+    n = Net(env)
+    blend = n.net.add_pooling_nd(n.input("x", x), trt.PoolingType.MAX_AVERAGE_BLEND, (2, 2))
+    _refused(env, lambda: blend.get_output(0).shape, "MAX_AVERAGE_BLEND is not emulated")
+    n = Net(env)
+    sl = n.net.add_slice(n.input("x", x), (0, 0, 0, 0), (1, 1, 1, 1), (1, 1, 1, 1))
+    sl.set_input(5, n.const(np.array([0], np.int32)))
+    _refused(env, lambda: sl.get_output(0).shape, "axes input (5) is not emulated")
