@@ -525,3 +525,20 @@ def test_padding_modes_scale_modes_and_what_is_not_modeled(env):
     sl = n.net.add_slice(n.input("x", x), (0, 0, 0, 0), (1, 1, 1, 1), (1, 1, 1, 1))
     sl.set_input(5, n.const(np.array([0], np.int32)))
     _refused(env, lambda: sl.get_output(0).shape, "axes input (5) is not emulated")
+
+
+def test_setting_an_attribute_not_modeled_fails_by_name(env):
+    """Strictness: a binding attribute the emulator does not model cannot be set silently (a Python attribute
+    would make ``layer.precision = ...`` look applied)."""
+    trt = env.trt
+    n = Net(env)
+    x = n.input("x", torch.randn(2, 3))
+    layer = n.net.add_activation(x, trt.ActivationType.RELU)
+    # (TensorRT 11 removed ILayer.precision: under 11.x the message says so instead)
+    with pytest.raises(AttributeError, match="IActivationLayer.precision (is not implemented by the TensorRT emulator|"
+                                             "does not exist in TensorRT 11)"):
+        layer.precision = trt.float16
+    with pytest.raises(AttributeError, match="ITensor.allowed_formats is not implemented by the TensorRT emulator"):
+        x.allowed_formats = 1
+    layer.name, layer.metadata, layer.alpha = "act", "from a test", 0.5  # modeled: taken
+    assert (layer.name, layer.metadata, layer.alpha) == ("act", "from a test", 0.5)

@@ -19,7 +19,7 @@ from . import _version
 from ._dims import Dims, IDimensionExpr, IExprBuilder
 from ._enums import ITEMSIZE, DataType, NetworkDefinitionCreationFlag, Severity
 from ._logging import report
-from ._strict import Strict, unpicklable
+from ._strict import Strict, missing_member, unpicklable
 
 _NP = {DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8, DataType.INT32: np.int32,
        DataType.INT64: np.int64, DataType.BOOL: np.bool_, DataType.UINT8: np.uint8}
@@ -148,6 +148,15 @@ class Shapes:
         return list(info.values)
 
 
+def _set_modeled(obj, name: str, value, plain=()) -> None:
+    """Set ``name`` if the emulated class models it (a property, one of ``plain``, or the emulator's own
+    ``_`` names); any other attribute of the binding is an ``AttributeError`` naming it, never a silent
+    Python attribute (``layer.precision = ...`` must not look applied)."""
+    if not name.startswith("_") and name not in plain and not isinstance(getattr(type(obj), name, None), property):
+        raise AttributeError(missing_member(type(obj), name))
+    object.__setattr__(obj, name, value)
+
+
 @unpicklable
 class ITensor(Strict):
     """A tensor of a network. Hashable by identity (Torch-TensorRT keys dicts with it).
@@ -248,6 +257,9 @@ class ITensor(Strict):
     def __eq__(self, other):
         return self is other
 
+    def __setattr__(self, name, value):
+        _set_modeled(self, name, value)
+
 
 @unpicklable
 class ILayer(Strict):
@@ -266,6 +278,9 @@ class ILayer(Strict):
         self._index = len(network._layers)
         self._name = f"(Unnamed Layer* {self._index}) [{self._KIND}]"
         self.metadata = ""
+
+    def __setattr__(self, name, value):
+        _set_modeled(self, name, value, plain=("metadata",))
 
     def _add_output(self, dtype=None, shape=None) -> ITensor:
         t = ITensor(self._network, f"{self._name}_output_{len(self._outputs)}", dtype, shape, producer=self)
