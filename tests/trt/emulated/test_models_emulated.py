@@ -3,7 +3,7 @@
 Four model families, each with one or two of our ops among standard layers: a transformer block (our
 RMSNorm and SwiGLU around attention and linear layers), a CNN (our activation between convolutions,
 batch norms and pooling), a detection head (our thresholded score among convolutions, permutes,
-reshapes and a concatenation) and an MLP (our activation between linear layers). Each is compiled by
+reshapes and a concatenation) and an MLP (our activation between linear layers and a layer norm). Each is compiled by
 real Torch-TensorRT with ``min_block_size=1`` and no ``torch_executed_ops``, with a static shape and
 with a dynamic batch, into one engine that holds both TensorRT's layers and our plugins; its output
 must match eager PyTorch; the engine is serialized and run in a fresh process by a plain ``tensorrt``
@@ -171,12 +171,15 @@ class MLP(torch.nn.Module):
         super().__init__()
         self.ours = ours
         self.fc1, self.fc2, self.fc3 = torch.nn.Linear(32, 96), torch.nn.Linear(96, 64), torch.nn.Linear(64, 8)
+        self.norm = torch.nn.LayerNorm(96)
+        self.norm.weight.data.uniform_(0.5, 1.5)
+        self.norm.bias.data.uniform_(-0.5, 0.5)
 
     def act(self, x):
         return torch.ops.ttk_models.gelu(x) if self.ours else F.gelu(x, approximate="tanh")
 
     def forward(self, x):
-        return self.fc3(self.act(self.fc2(self.act(self.fc1(x)))))
+        return self.fc3(self.act(self.fc2(self.norm(self.act(self.fc1(x))))))
 
 
 #: family -> (model class, input shape (batch first), TensorRT layer types the engine must hold, our ops)
@@ -185,7 +188,7 @@ FAMILIES = {
                     {f"{NS}::rmsnorm", f"{NS}::swiglu"}),
     "cnn": (SmallCNN, (2, 3, 16, 16), {"CONVOLUTION", "POOLING", "MATRIX_MULTIPLY"}, {f"{NS}::hardswish"}),
     "detection": (DetectionHead, (2, 16, 10, 12), {"CONVOLUTION", "SHUFFLE", "CONCATENATION"}, {f"{NS}::score"}),
-    "mlp": (MLP, (5, 32), {"MATRIX_MULTIPLY", "ELEMENTWISE"}, {f"{NS}::gelu"}),
+    "mlp": (MLP, (5, 32), {"MATRIX_MULTIPLY", "ELEMENTWISE", "NORMALIZATION"}, {f"{NS}::gelu"}),
 }
 
 

@@ -542,3 +542,23 @@ def test_setting_an_attribute_not_modeled_fails_by_name(env):
         x.allowed_formats = 1
     layer.name, layer.metadata, layer.alpha = "act", "from a test", 0.5  # modeled: taken
     assert (layer.name, layer.metadata, layer.alpha) == ("act", "from a test", 0.5)
+
+
+def test_normalization_is_layer_norm(env):
+    """What Torch-TensorRT emits for ``layer_norm``: the weight and bias expanded to the input's shape, then
+    ``add_normalization`` over the last axes with ``epsilon``."""
+    trt = env.trt
+    x = torch.randn(3, 5, 8)
+    w, b = torch.rand(8) + 0.5, torch.randn(8)
+    n = Net(env)
+    xi = n.input("x", x)
+    scale = n.const(w.expand(3, 5, 8).contiguous().numpy())
+    bias = n.const(b.expand(3, 5, 8).contiguous().numpy())
+    norm = n.net.add_normalization(xi, scale, bias, 1 << 2)
+    norm.epsilon = 1e-6
+    (out,) = n.run({"x": x}, norm.get_output(0))
+    _close(out, F.layer_norm(x, (8,), w, b, 1e-6), rtol=1e-5, atol=1e-5)
+    n = Net(env)
+    bad = n.net.add_normalization(n.input("x", x), n.const(np.ones((8,), np.float32)),
+                                  n.const(np.zeros((8,), np.float32)), 1 << 2)
+    _refused(env, lambda: bad.get_output(0).shape, "must be the same, and have the rank of the input")

@@ -319,11 +319,20 @@ def _scale(p, x, out, ev):
     return r
 
 
+def _normalization(p, x, out, ev):
+    v, scale, bias = x
+    work = v.float()
+    mean = work.mean(dim=p["axes"], keepdim=True)
+    var = work.var(dim=p["axes"], keepdim=True, unbiased=False)
+    return ((work - mean) * torch.rsqrt(var + p["epsilon"]) * scale.float() + bias.float()).to(v.dtype)
+
+
 _RUN = {
     "ELEMENTWISE": _elementwise, "UNARY": _unary, "ACTIVATION": _activation, "SELECT": _select,
     "SHUFFLE": _shuffle, "SHAPE": _shape, "UNSQUEEZE": _unsqueeze, "GATHER": _gather,
     "CONCATENATION": _concatenation, "SLICE": _slice, "MATRIX_MULTIPLY": _matrix_multiply, "SOFTMAX": _softmax,
     "REDUCE": _reduce, "CONVOLUTION": _convolution, "POOLING": _pooling, "SCALE": _scale,
+    "NORMALIZATION": _normalization,
 }
 
 

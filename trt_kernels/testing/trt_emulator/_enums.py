@@ -158,7 +158,7 @@ PreviewFeature = _make("PreviewFeature", dict(PROFILE_SHARING_0806=0, ALIASED_PL
 LayerType = _make("LayerType", dict(CONVOLUTION=0, CAST=1, ACTIVATION=2, POOLING=3, SCALE=5, SOFTMAX=6,
                                     CONCATENATION=8, ELEMENTWISE=9, UNARY=11, SHUFFLE=13, REDUCE=14, GATHER=16,
                                     MATRIX_MULTIPLY=17, CONSTANT=19, IDENTITY=20, PLUGIN_V2=21, SLICE=22, SHAPE=23,
-                                    SELECT=30, PLUGIN_V3=46, SQUEEZE=47, UNSQUEEZE=48))
+                                    SELECT=30, NORMALIZATION=45, PLUGIN_V3=46, SQUEEZE=47, UNSQUEEZE=48))
 ReduceOperation = _make("ReduceOperation", dict(SUM=0, PROD=1, MAX=2, MIN=3, AVG=4))
 PoolingType = _make("PoolingType", dict(MAX=0, AVERAGE=1, MAX_AVERAGE_BLEND=2))
 ScaleMode = _make("ScaleMode", dict(UNIFORM=0, CHANNEL=1, ELEMENTWISE=2))

@@ -139,14 +139,12 @@ def _weights_json(w: Weights) -> Dict[str, Any]:
 
 
 class _Layer(ILayer):
-    """A standard layer: inferred by ``Shapes``; a change of an attribute re-infers it and what follows."""
+    """A standard layer (one output): inferred by ``Shapes``; a change of an attribute re-infers it and what
+    depends on it."""
 
-    _ATTRS: Sequence[str] = ()
-
-    def __init__(self, network, inputs, n_outputs: int = 1):
+    def __init__(self, network, inputs):
         super().__init__(network, inputs)
-        for _ in range(n_outputs):
-            self._add_output()
+        self._add_output()
 
     def _set(self, name: str, value) -> None:
         object.__setattr__(self, "_" + name, value)
@@ -165,14 +163,17 @@ class _Layer(ILayer):
         return {}
 
 
-def _prop(name: str, convert=lambda v: v, doc: str = ""):
+def _prop(name: str, convert=lambda v: v):
+    """The binding attribute ``name``, kept as ``_name``; a ``Dims`` is handed out as a copy (changing it in
+    place changes nothing, as with the bindings: assign it back)."""
     def get(self):
-        return getattr(self, "_" + name)
+        value = getattr(self, "_" + name)
+        return Dims(value) if isinstance(value, list) else value
 
     def put(self, value):
         self._set(name, convert(value))
 
-    return property(get, put, doc=doc)
+    return property(get, put)
 
 
 def _enum(cls):
@@ -1152,6 +1153,55 @@ class IScaleLayer(_Layer):
             if w is not None and w.size:
                 p[what] = _weights_json(w)
         return p
+
+
+class INormalizationLayer(_Layer):
+    """``(x - mean) / sqrt(variance + epsilon) * scale + bias`` over ``axes`` (a bit mask), the statistics in
+    float; ``scale`` and ``bias`` have one shape, the input's rank, and broadcast to the input. Group
+    normalization (``num_groups`` other than 1) is not modeled."""
+
+    _TYPE = LayerType.NORMALIZATION
+    _KIND = "Normalization"
+    _INPUTS = 3
+
+    def __init__(self, network, x, scale, bias, axes: int):
+        self._axes, self._epsilon, self._num_groups = int(axes), 1e-5, 1
+        super().__init__(network, [x, scale, bias])
+
+    axes = _prop("axes", int)
+    epsilon = _prop("epsilon", float)
+    num_groups = _prop("num_groups", int)
+
+    def _check(self, sh):
+        x, scale, bias = (self._in(sh, i) for i in range(3))
+        name = self._name
+        if x.dtype not in FLOATS:
+            raise LayerError(f"{name}: Normalization takes {_type_names(FLOATS)}, got {x.dtype.name}")
+        if scale.dtype != x.dtype or bias.dtype != x.dtype:
+            raise LayerError(f"{name}: the input, scale and bias of a normalization must have one type, got "
+                             f"{x.dtype.name}, {scale.dtype.name} and {bias.dtype.name}")
+        if len(scale.dims) != len(x.dims) or len(bias.dims) != len(x.dims) or not all(
+                same(p, q) for p, q in zip(scale.dims, bias.dims)):
+            raise LayerError(f"{name}: the shapes of scale {_shape_text(scale.dims)} and bias {_shape_text(bias.dims)} "
+                             f"must be the same, and have the rank of the input {_shape_text(x.dims)}")
+        for j, (d, w) in enumerate(zip(x.dims, scale.dims)):
+            if const(w) != 1 and not same(d, w) and d.is_constant() and w.is_constant():
+                raise LayerError(f"{name}: scale and bias {_shape_text(scale.dims)} are not unidirectionally "
+                                 f"broadcastable to the input {_shape_text(x.dims)} (axis {j})")
+        axes = axes_of(name, self._axes, len(x.dims))
+        if not axes:
+            raise LayerError(f"{name}: normalization axes bit mask is 0")
+        if self._num_groups != 1:
+            raise LayerError(f"{name}: group normalization (num_groups {self._num_groups}) is not emulated")
+        return x, axes
+
+    def _infer(self, sh):
+        x, axes = self._check(sh)
+        return [Info(x.dtype, x.dims)]
+
+    def _params(self, sh):
+        x, axes = self._check(sh)
+        return {"axes": axes, "epsilon": self._epsilon}
 
 
 #: the layer classes the emulator models, by TensorRT's Python name

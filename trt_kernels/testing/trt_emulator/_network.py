@@ -3,7 +3,7 @@
 Layer kinds emulated: network inputs, QDP plugin layers (``add_plugin``, AOT or JIT, here), and
 TensorRT's standard layers (``_layers``: elementwise, unary, activation, select, cast, identity,
 constant, shuffle, shape, unsqueeze, gather, concatenation, slice, matrix multiply, softmax, reduce,
-convolution, pooling, scale). Every other ``add_*`` is an ``AttributeError`` naming it. A tensor's type
+convolution, pooling, scale, normalization). Every other ``add_*`` is an ``AttributeError`` naming it. A tensor's type
 and shape are inferred as TensorRT infers them (``_tensor.Shapes``); a layer TensorRT would refuse makes
 the question fail, reported through the builder's logger, and fails the build.
 """
@@ -36,6 +36,7 @@ from ._layers import (
     IGatherLayer,
     IIdentityLayer,
     IMatrixMultiplyLayer,
+    INormalizationLayer,
     IPoolingLayer,
     IReduceLayer,
     IScaleLayer,
@@ -276,6 +277,12 @@ class INetworkDefinition(Strict):
                                for what, w in (("shift", shift), ("scale", scale), ("power", power)))
         return self._append(IScaleLayer(self, input, _enum_arg("add_scale_nd", "mode", mode, ScaleMode), shift,
                                         scale, power, channel_axis))
+
+    def add_normalization(self, input: ITensor, scale: ITensor, bias: ITensor,  # noqa: A002
+                          axesMask: int) -> INormalizationLayer:  # noqa: N803 - the binding's keyword
+        for t in (input, scale, bias):
+            self._check_tensor(t, "add_normalization")
+        return self._append(INormalizationLayer(self, input, scale, bias, axesMask))
 
     # ----- the emulator's own -----
     def _append(self, layer):
