@@ -547,7 +547,6 @@ def test_setting_an_attribute_not_modeled_fails_by_name(env):
 def test_normalization_is_layer_norm(env):
     """What Torch-TensorRT emits for ``layer_norm``: the weight and bias expanded to the input's shape, then
     ``add_normalization`` over the last axes with ``epsilon``."""
-    trt = env.trt
     x = torch.randn(3, 5, 8)
     w, b = torch.rand(8) + 0.5, torch.randn(8)
     n = Net(env)

@@ -97,9 +97,7 @@ class Shapes:
         """Infer ``layer``'s outputs (its inputs inferred already, or leaves) and remember them."""
         try:
             outs = layer._infer(self)
-        except LayerError:
-            raise
-        except (ArithmeticError, ValueError, TypeError, IndexError) as e:
+        except ArithmeticError as e:  # dimension arithmetic TensorRT cannot do either (a division by zero)
             raise LayerError(f"{layer._name}: {e}") from e
         for t in layer._inputs:
             if t is not None and t._producer is not None:
