@@ -300,7 +300,7 @@ class IActivationLayer(_Layer):
 
     def _infer(self, sh):
         x = self._in(sh)
-        if x.dtype not in FLOATS + (DataType.INT8,):
+        if x.dtype not in FLOATS:  # (INT8 activations belong to quantized networks: not modeled)
             raise LayerError(f"{self._name}: Activation {self._kind_.name} takes {_type_names(FLOATS)}, "
                              f"got {x.dtype.name}")
         return [Info(x.dtype, x.dims)]
@@ -514,10 +514,6 @@ class IShuffleLayer(_Layer):
         if total.is_constant() and new_total.is_constant() and const(total) != const(new_total):
             raise LayerError(f"{name}: reshape changes volume: {_shape_text(t1)} ({const(total)} elements) to "
                              f"{_shape_text(out)} ({const(new_total)} elements)")
-        if (infer and total.is_constant() and new_total.is_constant()
-                and const(total) % max(1, const(product(sh, [d for i, d in enumerate(out) if i != infer[0]])))):
-            raise LayerError(f"{name}: reshape of {_shape_text(t1)} to {_shape_text(target)}: the volume is not a "
-                             "multiple of the given dimensions")
         return out
 
     def _infer(self, sh):
