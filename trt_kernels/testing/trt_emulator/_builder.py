@@ -1,6 +1,9 @@
 """``Builder``, ``IBuilderConfig``, ``IOptimizationProfile``, ``ITimingCache``, ``IHostMemory``, and the
 build itself.
 
+A build takes the network's layers in topological order. A standard layer (``_layers``) is inferred again
+with the build's own expression builder and recorded with what the engine needs to compute it.
+
 Building drives every QDP plugin layer through the calls TensorRT makes while building (output
 dtypes and shapes, format combinations from ``@trtp.autotune``, ``configure_plugin``, valid
 tactics, and for AOT plugins ``get_launch_params`` / ``get_kernel``, which run ``@trtp.aot_impl``)

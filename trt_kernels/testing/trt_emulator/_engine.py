@@ -4,7 +4,8 @@
 shapes and enqueues the work on ``stream``: an AOT plugin layer's PTX is JIT-loaded by the
 driver (once per context) and launched as TensorRT launches AOT plugin kernels,
 ``(input pointers..., extra arguments as 32-bit ints..., output pointers...)``; a JIT layer
-calls the plugin's ``enqueue`` (its ``@trtp.impl``); casts and copies run on the same stream.
+calls the plugin's ``enqueue`` (its ``@trtp.impl``); TensorRT's standard layers are computed by torch
+(``_compute``) on the same stream, as are casts and copies.
 Intermediate tensors live in stream-ordered allocations freed at the end of the call. A plugin's
 inputs are read-only, as in TensorRT (which may share an input's buffer with other layers): after each
 plugin layer (inputs up to 64 MiB) the emulator checks they are unchanged and fails the call if not;
