@@ -5,12 +5,13 @@ Shape inference is TensorRT's: every tensor has a data type and one dimension ex
 over them), and a small integer tensor computed from shapes (a *shape tensor*: the output of a shape
 layer, and what gathers, concatenations, slices, elementwise arithmetic and casts make of it) also has
 its values as expressions, so a reshape or slice driven by it has known output dimensions. Each layer
-kind says how (``_infer``); ``Shapes`` runs them in network order, once per change: while the network is
-defined with the network's expression builder (what ``ITensor.shape`` / ``ITensor.dtype`` answer), and
-once more in each build with the build's own.
+kind says how (``_infer``); ``Shapes`` runs them, each layer after the layers it reads, once per change:
+while the network is defined with the network's expression builder (what ``ITensor.shape`` /
+``ITensor.dtype`` answer), and once more in each build with the build's own.
 """
 
 import ctypes
+import warnings
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -188,8 +189,6 @@ class ITensor(Strict):
         tolerated; on a strongly typed network another type is an error reported through the logger, and
         the type is not updated. (On a weakly typed network TensorRT converts an output to the type set;
         the emulator does not emulate that conversion and says so.)"""
-        import warnings
-
         warnings.warn("setting ITensor.dtype is deprecated since TensorRT 10.12 (superseded by strong typing)",
                       DeprecationWarning, stacklevel=2)
         if not isinstance(value, DataType):
