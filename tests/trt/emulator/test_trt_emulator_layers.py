@@ -561,3 +561,31 @@ def test_normalization_is_layer_norm(env):
     bad = n.net.add_normalization(n.input("x", x), n.const(np.ones((8,), np.float32)),
                                   n.const(np.zeros((8,), np.float32)), 1 << 2)
     _refused(env, lambda: bad.get_output(0).shape, "must be the same, and have the rank of the input")
+
+
+def test_empty_tensors_and_wrong_arguments(env):
+    """Empty tensors flow through the layers as torch computes them; arguments of the wrong kind are the
+    bindings' TypeError (naming the method), never a foreign error later."""
+    trt = env.trt
+    x, w = torch.randn(0, 4), torch.randn(4, 3)
+    n = Net(env)
+    xi = n.input("x", x)
+    mm = n.net.add_matrix_multiply(xi, trt.MatrixOperation.NONE, n.const(w.numpy()), trt.MatrixOperation.NONE)
+    sm = n.net.add_softmax(mm.get_output(0))
+    sm.axes = 1 << 1
+    red = n.net.add_reduce(sm.get_output(0), trt.ReduceOperation.SUM, 1 << 1, False)
+    cat = n.net.add_concatenation([xi, xi])
+    cat.axis = 0
+    assert red.get_output(0).shape == (0,) and cat.get_output(0).shape == (0, 4)
+    outs = n.run({"x": x}, sm.get_output(0), red.get_output(0), cat.get_output(0))
+    for out, ref in zip(outs, (torch.softmax(x @ w, 1), torch.softmax(x @ w, 1).sum(1), torch.cat([x, x]))):
+        _close(out, ref)
+    n = Net(env)
+    xi = n.input("x", torch.randn(2, 3))
+    for call, name in ((lambda: n.net.add_elementwise(xi, None, trt.ElementWiseOperation.SUM), "add_elementwise"),
+                       (lambda: n.net.add_reduce(xi, 0, 1, True), "add_reduce"),
+                       (lambda: n.net.add_activation(xi, "relu"), "add_activation"),
+                       (lambda: n.net.add_scale_nd(xi, trt.ScaleMode.UNIFORM, [1.0]), "add_scale_nd"),
+                       (lambda: n.net.add_shuffle(torch.randn(2)), "add_shuffle")):
+        with pytest.raises(TypeError, match=name):
+            call()
