@@ -131,14 +131,10 @@ def run_cast(src: int, dst: int, n: int, src_dt, dst_dt, stream: int) -> None:
         return
     import torch  # a dtype conversion is done by torch (the emulator has no conversion kernels of its own)
 
-    def view(ptr, dt):
-        t = torch.as_tensor(_DeviceArray(ptr, n, dt), device="cuda")
-        return t.view(torch.bfloat16) if dt == DataType.BF16 else t
-
     if n == 0:
         return
     with torch.cuda.stream(torch.cuda.ExternalStream(int(stream))):
-        view(dst, dst_dt).copy_(view(src, src_dt))
+        tensor_at(dst, dst_dt, [n]).copy_(tensor_at(src, src_dt, [n]))
 
 
 @unpicklable

@@ -371,6 +371,14 @@ class IIdentityLayer(_Layer):
         return [Info(x.dtype, x.dims, x.values)]
 
 
+def constant_problem(shape: Sequence[int], weights: Weights) -> str:
+    """Why a constant of ``shape`` cannot hold ``weights`` ("" when it can)."""
+    count = math.prod(shape)
+    if min(shape, default=0) < 0 or count != weights.size:
+        return f"the constant of shape {tuple(shape)} holds {count} elements but the weights hold {weights.size}"
+    return ""
+
+
 class IConstantLayer(_Layer):
     _TYPE = LayerType.CONSTANT
     _KIND = "Constant"
@@ -399,10 +407,10 @@ class IConstantLayer(_Layer):
 
     def _infer(self, sh):
         shape, w = list(self._shape_), self._weights
+        problem = constant_problem(shape, w)
+        if problem:
+            raise LayerError(f"{self._name}: {problem}")
         count = math.prod(shape)
-        if any(s < 0 for s in shape) or count != w.size:
-            raise LayerError(f"{self._name}: constant of shape {tuple(shape)} holds {count} elements but its weights "
-                             f"hold {w.size}")
         values = None
         if w.dtype in SHAPE_TYPES and len(shape) <= 1 and count <= MAX_SHAPE_VALUES:
             values = [sh.builder.constant(int(v)) for v in w.numpy()]

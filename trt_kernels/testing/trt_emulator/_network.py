@@ -47,6 +47,7 @@ from ._layers import (
     ISoftMaxLayer,
     IUnaryLayer,
     IUnsqueezeLayer,
+    constant_problem,
 )
 from ._logging import report
 from ._strict import Strict, unpicklable
@@ -175,12 +176,9 @@ class INetworkDefinition(Strict):
     def add_constant(self, shape, weights: Weights) -> IConstantLayer:
         weights = as_weights(weights, "add_constant(): weights")
         shape = [int(s) for s in shape]
-        count = 1
-        for s in shape:
-            count *= s
-        if min(shape, default=0) < 0 or count != weights.size:
-            return self._refuse("INetworkDefinition::addConstant", f"the constant of shape {tuple(shape)} holds "
-                                f"{count} elements but the weights hold {weights.size}")
+        problem = constant_problem(shape, weights)
+        if problem:
+            return self._refuse("INetworkDefinition::addConstant", problem)
         return self._append(IConstantLayer(self, shape, weights))
 
     def add_elementwise(self, input1: ITensor, input2: ITensor, op) -> IElementWiseLayer:

@@ -384,7 +384,3 @@ def as_weights(value, what: str) -> "Weights":
     if isinstance(value, np.ndarray):
         return Weights(value)
     raise TypeError(f"{what}: expected tensorrt.Weights or a numpy array, got {type(value).__name__}")
-
-
-def np_dtype(dt) -> type:
-    return _NP[dt]
