@@ -32,7 +32,7 @@ import torch
 
 from trt_kernels.dtypes import INT_RANGES, c_scalar_text, trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
-from trt_kernels.expr import evaluate
+from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
 from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 from trt_kernels.signature import scalar_c, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
@@ -294,14 +294,19 @@ class PluginBuilder:
             kdt = self._kernel_dtype(inputs)
             kop = self.kop
             tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
-            symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch)
             if kop.aot_fn is not None:
+                symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch)
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
             recipe = kop.recipe(kdt, tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
             plan = recipe.plan
             scalars = self.scalars(a)
             ev = TrtEvaluator(trtp, inputs, scalars)
+            # the PTX may assume what holds at every launch of the engine: aligned pointers, and the ints known
+            # now (a scalar baked in, a size of static shapes) that are multiples of 16
+            static = SizesEvaluator([tuple(_build_constant(x) for x in d.shape_expr) for d in inputs], scalars)
+            key = recipe.aot_key(scalars, [_static_value(e, static) for e in plan.extras])
+            symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch, key)
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
             launch.block_x, launch.block_y, launch.block_z = plan.block
@@ -402,6 +407,22 @@ class PluginBuilder:
             return [trtp.AutoTuneCombination(types, "LINEAR", tactics)]
 
         return self._make("autotune", body, params, ret)
+
+
+def _build_constant(x) -> Optional[int]:
+    """The value of a ``trtp.ShapeExpr`` (a dimension) where it is a build-time constant, else None."""
+    try:
+        return int(x.constant_value()) if x.is_constant else None
+    except RuntimeError:  # a fake expression (tensorrt.plugin raises for those)
+        return None
+
+
+def _static_value(e, static: SizesEvaluator) -> Optional[int]:
+    """A size expression's value where every dimension it reads is static (None where one varies)."""
+    try:
+        return int(evaluate(e, static))
+    except (TypeError, ZeroDivisionError):
+        return None
 
 
 def register_plugin(kop: KernelOp, trt, trtp, arch: Optional[str] = None) -> TensorRTSide:

@@ -125,6 +125,7 @@ class KernelOp:
         self._recipes: Dict[Tuple, LaunchRecipe] = {}
         self._meta: Dict[Tuple[int, ...], list] = {}
         self._variants: Dict[Tuple, "KernelOp"] = {}
+        self._special: Dict[Tuple, KernelImage] = {}  # (dtype, tactic, arch, key) -> code (specialized_image)
         self._lock = threading.Lock()
 
     __repr__ = record_repr
@@ -249,15 +250,16 @@ class KernelOp:
         self.binary(arch)
         return f"built for {normalize_arch(arch)}"
 
-    def param_pack(self, recipe: LaunchRecipe) -> ParamPack:
-        """The packed-parameter layout of ``recipe`` (its parameters, then the pointers appended after them,
-        NULL unless set); one per layout, buffers are per thread."""
-        key = (recipe.codes, len(recipe.scratch))
+    def param_pack(self, recipe: LaunchRecipe, folded: Tuple[int, ...] = ()) -> ParamPack:
+        """The packed-parameter layout of ``recipe`` (its parameters but those ``folded`` into the code, then the
+        pointers appended after them, NULL unless set); one per layout, buffers are per thread."""
+        codes = tuple(c for i, c in enumerate(recipe.codes) if i not in folded)
+        key = (codes, len(recipe.scratch))
         pack = self._packs.get(key)
         if pack is None:
             from trt_kernels.eager.driver import ParamPack
 
-            pack = self._packs.setdefault(key, ParamPack(recipe.codes, len(recipe.scratch)))
+            pack = self._packs.setdefault(key, ParamPack(codes, len(recipe.scratch)))
         return pack
 
     def recipe(self, kdt: Any, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchRecipe:
@@ -270,8 +272,39 @@ class KernelOp:
             from trt_kernels.recipe import make
 
             plan = self.plan(tuple(ranks), tactic, arch)
-            r = self._recipes.setdefault(key, make(self.sig, kdt, plan, self.image(kdt, plan.tactic, arch)))
+            r = self._recipes.setdefault(key, make(self.sig, kdt, plan, self.image(kdt, plan.tactic, arch),
+                                                   spec=self.source.specialization(kdt)))
         return r
+
+    def specialized_image(self, kdt: Any, tactic: int = 1, arch: Optional[str] = None, key: int = 0) -> KernelImage:
+        """The code for launches whose specialization key is ``key`` (:mod:`trt_kernels.recipe`), compiled once
+        per (dtype, tactic, arch, key) and cached on disk like a build. Key 0 (nothing assumed), a source that
+        does not specialize, and code that would not launch as the plan does (other scratch buffers: Triton
+        decides them per compile) give the unspecialized image. The code's shared memory may differ from the
+        unspecialized one's (Triton's layouts follow the facts): launches pass the larger of the two."""
+        base = self.image(kdt, tactic, arch)
+        if not key:
+            return base
+        arch = self.resolve_arch(arch) if self.source.needs_arch else None
+        memo = (kdt, tactic, arch, key)
+        img = self._special.get(memo)
+        if img is None:
+            from trt_kernels.recipe import spec_facts
+
+            aligned, ones = spec_facts(self.source.specialization(kdt), key)
+            with self._lock:
+                img = self._special.get(memo)
+                if img is None:
+                    img = self.source.specialized(kdt, tactic, arch, aligned, ones)
+                    if img.scratch != base.scratch:
+                        import logging
+
+                        logging.getLogger("trt_kernels").debug(
+                            "trt_kernels: %s: the code specialized for key %#x needs scratch %s (unspecialized: %s): "
+                            "launches take the unspecialized code", self.op_name, key, img.scratch, base.scratch)
+                        img = base
+                    self._special[memo] = img
+        return img
 
     # ----- plans -----
     def plan(self, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchPlan:
@@ -423,20 +456,28 @@ class KernelOp:
                     return f"tactic {tactic}: the kernel's parameters cannot take TensorRT's AOT layout: {why}"
         return None
 
-    def aot_kernel(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None) -> Tuple[str, bytes]:
+    def aot_kernel(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None,
+                   key: Optional[int] = None) -> Tuple[str, bytes]:
         """``(symbol, PTX)`` for TensorRT's AOT launch at ``dtype`` and ``tactic``; :class:`PtxVersionError`
-        when there is none, or when the CUDA driver here could not load it."""
+        when there is none, or when the CUDA driver here could not load it. ``key``: what the code may assume
+        of every launch of the engine (:meth:`LaunchRecipe.aot_key`; default: TensorRT's aligned pointers)."""
         b = self.binary(arch)
-        k = b.kernel(dtype, tactic)
-        if k.aot_ptx is None:
+        if b.kernel(dtype, tactic).aot_ptx is None:
             raise PtxVersionError(f"{self.op_name}: {b.aot_reason}")
         from trt_kernels.eager.driver import driver_version
 
+        if key is None:
+            from trt_kernels.recipe import aot_key
+
+            key = aot_key(self.source.specialization(dtype), self.sig.params(dtype))
+        k = self.specialized_image(dtype, tactic, arch, key)
+        if k.shared_mem > b.kernel(dtype, tactic).shared_mem:  # the plan gives TensorRT the unspecialized need
+            k, key = b.kernel(dtype, tactic), 0
         note = self.source.ptx_note(b, driver_version())
         if note:
             isa = f" (PTX ISA {k.ptx_isa[0]}.{k.ptx_isa[1]})" if k.ptx_isa else ""
             raise PtxVersionError(f"{self.op_name}: PTX for TensorRT{isa}: {note}")
-        ptx, why = self._tensorrt_ptx(dtype, tactic, arch)
+        ptx, why = self._tensorrt_ptx(dtype, tactic, arch, key)
         if ptx is None:
             raise PtxVersionError(f"{self.op_name}: the kernel's parameters cannot take TensorRT's AOT layout: {why}")
         return k.symbol, ptx
@@ -449,12 +490,13 @@ class KernelOp:
         params = self.sig.params(self.dtypes[0])
         return tensorrt_order(params) != list(range(len(params))) or bool(tensorrt_narrowed(params))
 
-    def _tensorrt_ptx(self, dtype, tactic: int, arch: Optional[str]) -> Tuple[Optional[bytes], str]:
-        """The AOT PTX at ``dtype`` and ``tactic`` in TensorRT's argument layout, or ``(None, why)``."""
+    def _tensorrt_ptx(self, dtype, tactic: int, arch: Optional[str], key: int = 0) -> Tuple[Optional[bytes], str]:
+        """The AOT PTX at ``dtype`` and ``tactic`` (specialized for ``key``) in TensorRT's argument layout, or
+        ``(None, why)``."""
         from trt_kernels.recipe import tensorrt_narrowed, tensorrt_order
         from trt_kernels.sources.ptx_entry import rearranged
 
-        k = self.binary(arch).kernel(dtype, tactic)
+        k = self.specialized_image(dtype, tactic, arch, key)
         params = self.sig.params(dtype)
         order, narrow = tensorrt_order(params), tensorrt_narrowed(params)
         if k.aot_ptx is None or (order == list(range(len(params))) and not narrow):
@@ -462,19 +504,21 @@ class KernelOp:
         return rearranged(k.aot_ptx, k.symbol, order, narrow)
 
     # ----- eager loading -----
-    def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1) -> LoadedKernel:
-        """The kernel for ``dtype`` and ``tactic`` built for ``device``'s arch, loaded."""
+    def loaded_kernel(self, dtype: torch.dtype, device: int, tactic: int = 1, key: int = 0) -> LoadedKernel:
+        """The kernel for ``dtype`` and ``tactic`` built for ``device``'s arch (specialized for ``key``,
+        :meth:`specialized_image`), loaded."""
         arch = self.device_arch(device)
         b = self.binary(arch)
-        k = b.kernel(dtype, tactic)
-        key = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic)
-        lk = self._loaded.get(key)
+        k = self.specialized_image(dtype, tactic, arch, key)
+        memo = (dtype, arch, 0 if (dtype, 0) in b.kernels else tactic, key if k is not b.kernel(dtype, tactic) else 0)
+        lk = self._loaded.get(memo)
         if lk is None:
             from trt_kernels.eager.driver import LoadedKernel
 
-            # the code's own need (Triton's shared memory), the largest over the dtypes, is what launches pass
-            need = max(b.kernel(d, tactic).shared_mem for d in self.dtypes)
-            lk = self._loaded.setdefault(key, LoadedKernel(
+            # the code's own need (Triton's shared memory), the largest over the dtypes (and this specialization's),
+            # is what launches pass
+            need = max([b.kernel(d, tactic).shared_mem for d in self.dtypes] + [k.shared_mem])
+            lk = self._loaded.setdefault(memo, LoadedKernel(
                 k.image, k.symbol, self.op_name, raise_dynamic_smem=self.dynamic_shared_mem is not None,
                 shared_mem=need))
         return lk

@@ -15,6 +15,14 @@ readers:
 
 None of them restates the parameter order or an expression's form: they walk :attr:`params`. A new kind
 of parameter is a new ``role`` here and a case in each reader.
+
+**Specialization** (Triton's, at each launch): a source may compile its kernel assuming facts about one call's
+values, as ``kernel[grid]`` does: a pointer or an int that is a multiple of 16 (Triton's ``tt.divisibility``),
+an int that is exactly 1 (folded into the code: the parameter leaves the kernel's ``.entry``). The source says
+which parameters it specializes and how (:attr:`LaunchRecipe.spec`, from ``KernelSource.specialization``); a
+call's facts are one small int, its *key* (:func:`spec_key`), the same bits in every reader (the Python
+launcher writes them as Python, the native kernel computes them in C++); :func:`spec_facts` reads a key back.
+Every launch picks the code compiled for its own key, so an unaligned view gets code that assumes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ if TYPE_CHECKING:
 #: where a parameter's value comes from (``Param.role``), each a case of every reader
 ROLES = ("input", "scalar", "extra", "output")
 
+#: what a launch may tell the compiler about a parameter's value (flags of a ``spec`` entry, bits of a key)
+ALIGNED = 1  # a multiple of 16: a pointer 16-byte aligned, an int divisible by 16 (Triton's "D")
+ONE = 2  # an int equal to exactly 1 (Triton makes it a constant; the parameter leaves the kernel)
+FACT_BITS = 16  # the alignment the ALIGNED fact tests, in bytes (pointers) or units (ints)
+
 
 @plain_record
 class LaunchRecipe(Frozen):
@@ -46,13 +59,17 @@ class LaunchRecipe(Frozen):
     image: Optional[KernelImage]  # the code for this dtype and tactic, built for the arch
     scratch: Tuple[Tuple[int, int], ...] = ()  # (bytes per block, alignment) of each pointer appended after them
     eager: Optional[LaunchPlan] = None  # the plan as eager launches evaluate it (LaunchPlan.lowered)
+    # (parameter position, ALIGNED | ONE) of each parameter the source compiles per call's facts, in order;
+    # empty: one code for every call (CUDA C++, PTX), and no key is computed
+    spec: Tuple[Tuple[int, int], ...] = ()
 
     def __init__(self, op_name: str, kdt: Any, in_dtypes: Tuple[Any, ...], out_dtypes: Tuple[Any, ...],
                  plan: LaunchPlan, params: Tuple[Param, ...], image: Optional[KernelImage],
-                 scratch: Tuple[Tuple[int, int], ...] = (), eager: Optional[LaunchPlan] = None) -> None:
+                 scratch: Tuple[Tuple[int, int], ...] = (), eager: Optional[LaunchPlan] = None,
+                 spec: Tuple[Tuple[int, int], ...] = ()) -> None:
         self.__dict__.update(op_name=op_name, kdt=kdt, in_dtypes=in_dtypes, out_dtypes=out_dtypes, plan=plan,
                              params=params, image=image, scratch=scratch,
-                             eager=plan.lowered() if eager is None else eager)
+                             eager=plan.lowered() if eager is None else eager, spec=tuple(spec))
 
     @property
     def codes(self) -> Tuple[str, ...]:
@@ -79,19 +96,94 @@ class LaunchRecipe(Frozen):
         return [scalar_arg(p.index, p.element or 0) if p.role == "scalar" else extra_arg(p.index)
                 for p in (self.params[i] for i in order) if p.role in ("scalar", "extra")]
 
+    def key(self, values: Sequence[Any]) -> int:
+        """The specialization key of a launch with these parameter ``values`` (:meth:`values`)."""
+        return spec_key(self.spec, values)
+
+    def aot_key(self, scalars: Sequence[Any] = (), extras: Sequence[Optional[int]] = ()) -> int:
+        """The key TensorRT's AOT launch may compile for, valid for every launch of the engine: each pointer
+        ALIGNED (TensorRT hands plugins 256-byte aligned tensors: ``setTensorAddress`` requires it of the
+        engine's inputs and outputs, and TensorRT allocates the others so), an int ALIGNED only where its value
+        is known at build time as a multiple of 16: a scalar (``scalars``: each scalar input's value, baked into
+        the engine), a size whose value ``extras`` gives (None: it varies with the engine's shapes); never ONE
+        (the parameter would leave the ``.entry`` TensorRT passes its extra arguments to)."""
+        return aot_key(self.spec, self.params, scalars, extras)
+
     def describe(self) -> str:
         return f"{self.plan.describe()}; params ({', '.join(p.label for p in self.params)})"
 
 
 def make(sig: Signature, kdt: Any, plan: LaunchPlan, image: Optional[KernelImage],
-         scratch: Optional[Tuple[Tuple[int, int], ...]] = None) -> LaunchRecipe:
+         scratch: Optional[Tuple[Tuple[int, int], ...]] = None,
+         spec: Tuple[Tuple[int, int], ...] = ()) -> LaunchRecipe:
     """The recipe of ``sig``'s kernel at ``kdt`` for ``plan`` (its ranks and tactic) with ``image`` (None: no
-    code at hand, as in tests of the readers). ``scratch``: the appended pointers (default: the image's)."""
+    code at hand, as in tests of the readers). ``scratch``: the appended pointers (default: the image's);
+    ``spec``: what the source specializes per call (``KernelSource.specialization``)."""
     ins = tuple(sig.in_dtypes(kdt))
     if scratch is None:
         scratch = image.scratch if image is not None else ()
     return LaunchRecipe(sig.op_name, kdt, ins, tuple(sig.out_dtypes(ins)), plan, tuple(sig.params(kdt)), image,
-                        tuple(scratch))
+                        tuple(scratch), spec=spec)
+
+
+# ---------------- specialization keys ----------------
+
+
+def spec_key(spec: Sequence[Tuple[int, int]], values: Sequence[Any]) -> int:
+    """One call's key: for each ``(position, flags)`` of ``spec`` in order, one bit per flag, lowest first:
+    ALIGNED set where ``values[position] % 16 == 0`` (a pointer or an int), ONE set where it is exactly 1.
+    The Python launcher (:func:`trt_kernels.eager.fastpath.key_source`) and the native kernel compute the same
+    bits; this is their definition."""
+    facts = []
+    for pos, flags in spec:
+        v = int(values[pos])
+        facts.append((ALIGNED if flags & ALIGNED and v & (FACT_BITS - 1) == 0 else 0)
+                     | (ONE if flags & ONE and v == 1 else 0))
+    return _key_of(spec, facts)
+
+
+def aot_key(spec: Sequence[Tuple[int, int]], params: Sequence[Param], scalars: Sequence[Any] = (),
+            extras: Sequence[Optional[int]] = ()) -> int:
+    """:meth:`LaunchRecipe.aot_key` of a kernel's ``spec`` and ``params`` (by default no int is known, so only
+    the pointers are ALIGNED)."""
+    facts = []
+    for pos, flags in spec:
+        p = params[pos]
+        v = None
+        if p.role == "scalar" and p.index < len(scalars):
+            v = scalars[p.index] if p.element is None else scalars[p.index][p.element]
+        elif p.role == "extra" and p.index < len(extras):
+            v = extras[p.index]
+        aligned = p.kind == "ptr" or (v is not None and int(v) % FACT_BITS == 0)
+        facts.append(flags & ALIGNED if aligned else 0)
+    return _key_of(spec, facts)
+
+
+def _key_of(spec: Sequence[Tuple[int, int]], facts: Sequence[int]) -> int:
+    key, bit = 0, 0
+    for (_, flags), fact in zip(spec, facts):
+        for flag in (ALIGNED, ONE):
+            if flags & flag:
+                key |= (1 << bit) if fact & flag else 0
+                bit += 1
+    return key
+
+
+def spec_facts(spec: Sequence[Tuple[int, int]], key: int) -> Tuple[frozenset, frozenset]:
+    """``(ALIGNED positions, ONE positions)`` a key says (the inverse of :func:`spec_key`)."""
+    aligned, ones, bit = set(), set(), 0
+    for pos, flags in spec:
+        for flag, into in ((ALIGNED, aligned), (ONE, ones)):
+            if flags & flag:
+                if key >> bit & 1:
+                    into.add(pos)
+                bit += 1
+    return frozenset(aligned), frozenset(ones)
+
+
+def spec_bits(spec: Sequence[Tuple[int, int]]) -> int:
+    """How many bits a key of ``spec`` has."""
+    return sum(bool(flags & ALIGNED) + bool(flags & ONE) for _, flags in spec)
 
 
 def tensorrt_order(params: Sequence[Param]) -> List[int]:
@@ -175,4 +267,5 @@ def _value(p: Param, tensors, scalars, extras, outs) -> Any:
     raise ValueError(f"unknown parameter role {p.role!r}")
 
 
-__all__ = ("LaunchRecipe", "ROLES", "aot_int", "aot_scalar_refusal", "make", "tensorrt_narrowed", "tensorrt_order")
+__all__ = ("ALIGNED", "FACT_BITS", "LaunchRecipe", "ONE", "ROLES", "aot_int", "aot_key", "aot_scalar_refusal", "make",
+           "spec_bits", "spec_facts", "spec_key", "tensorrt_narrowed", "tensorrt_order")

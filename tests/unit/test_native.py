@@ -87,7 +87,7 @@ class NativeOp:
         codes = [mod.dtype_code(native._torch_lib("torch_cpu"), str(dt).split(".")[1]) for dt in in_dtypes]
         tdt = [codes[i] for i in range(len(kop.sig.tensor_pos))]
         mod.add_variant(self.slot, tdt, list(ranks), enc["code"], enc["extras"], enc["grid"], enc["smem"],
-                        enc["block"], enc["outs"], enc["params"], mod.record_entry(), {0: FUNC})
+                        enc["block"], enc["outs"], enc["params"], mod.record_entry(), {0: FUNC}, enc["spec"], 0, 0)
         self.codes = kop.sig.param_codes(dtype)
         self.op = getattr(getattr(torch.ops, self.ns), "op")
         self.launched = 0

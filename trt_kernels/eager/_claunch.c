@@ -11,10 +11,11 @@
  *
  * func and stream are handles as ints (CUfunction, CUstream; 0 is the default stream); codes is a
  * bytes object with one struct code per kernel parameter (Q q I i H h B b: integers of that size,
- * f: a 32-bit float, ?: a C bool) and values holds one Python value per code. Each value is
- * converted to its C type in its own 8-byte slot on the stack, and the driver gets the array of
- * the slots' addresses: the same bytes struct.pack('=' + code, value) gives. A value that does not
- * fit its type raises OverflowError, one of the wrong type TypeError (nothing is launched). */
+ * f: a 32-bit float, ?: a C bool; x: a value the kernel does not take, skipped: a parameter its compiler
+ * folded into the code) and values holds one Python value per code. Each value is converted to its C
+ * type in its own 8-byte slot on the stack, and the driver gets the array of the slots' addresses: the
+ * same bytes struct.pack('=' + code, value) gives. A value that does not fit its type raises
+ * OverflowError, one of the wrong type TypeError (nothing is launched). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TRTK_LAUNCHER_ABI 1
+#define TRTK_LAUNCHER_ABI 2
 #define TRTK_MAX_PARAMS 128
 #define TRTK_FIXED_ARGS 10 /* func, gx, gy, gz, bx, by, bz, shared_mem, stream, codes */
 
@@ -199,7 +200,7 @@ static PyObject *trtk_launch(PyObject *self, PyObject *const *args, Py_ssize_t n
     void *params[TRTK_MAX_PARAMS];
     void *func, *stream;
     const char *codes;
-    Py_ssize_t n, i;
+    Py_ssize_t n, i, m;
     trtk_launch_fn fn = trtk_entry;
     int err;
     (void)self;
@@ -233,13 +234,16 @@ static PyObject *trtk_launch(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_Format(PyExc_ValueError, "launch(): %zd parameters, at most %d", n, TRTK_MAX_PARAMS);
         return NULL;
     }
-    for (i = 0; i < n; i++) {
-        if (trtk_convert(codes[i], args[TRTK_FIXED_ARGS + i], &slots[i]) < 0)
+    for (i = 0, m = 0; i < n; i++) {
+        if (codes[i] == 'x')
+            continue;
+        if (trtk_convert(codes[i], args[TRTK_FIXED_ARGS + i], &slots[m]) < 0)
             return NULL;
-        params[i] = &slots[i];
+        params[m] = &slots[m];
+        m++;
     }
     Py_BEGIN_ALLOW_THREADS
-    err = fn(func, d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream, n ? params : NULL, NULL);
+    err = fn(func, d[0], d[1], d[2], d[3], d[4], d[5], d[6], stream, m ? params : NULL, NULL);
     Py_END_ALLOW_THREADS
     return PyLong_FromLong((long)err);
 }

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#define TRTK_NATIVE_ABI 1
+#define TRTK_NATIVE_ABI 2
 
 namespace {
 
@@ -89,6 +89,11 @@ struct Param {
   char code;
   int src, index;
 };
+// a value the kernel's code is specialized on (trt_kernels/recipe.py's spec_key: the same bits, in order)
+enum Fact : int { FACT_ALIGNED = 1, FACT_ONE = 2 };
+struct SpecEntry {
+  int src, index, flags;
+};
 struct Output {
   int like;  // tensor input index whose sizes and strides it takes, or -1: contiguous, dims from registers
   int32_t dtype;
@@ -103,8 +108,12 @@ struct Variant {
   int grid[3], smem;
   unsigned block[3];
   Output outs[kMaxOutputs];
-  Param params[kMaxParams];
+  Param params[kMaxParams];  // the values the code takes (those its key folds into the code left out)
   int n_params;
+  SpecEntry spec[kMaxParams];  // what the key is computed from (none: one code for every call)
+  int n_spec;
+  uint64_t key;  // the specialization key this variant's code was compiled for
+  int64_t min_smem;  // the dynamic shared memory the code itself needs (a launch passes at least this)
   LaunchFn entry;
   std::atomic<void*> funcs[kMaxDevices];
   PyObject* handles;  // the LoadedKernel's {device: CUfunction} dict (GIL), or NULL once let go of
@@ -295,8 +304,7 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
     if (same) { v = cand; break; }
   }
   if (!v) return false;
-  void* func = v->funcs[dev].load(std::memory_order_acquire);
-  if (!func || !v->entry) return false;
+  if (!v->entry) return false;
   if (p.no_backward && api.grad_mode_is_enabled()) {  // the Python kernel refuses it, naming the op
     for (int i = 0; i < p.ntensors; i++)
       if (api.requires_grad(*static_cast<void* const*>(c.t[i]))) return false;
@@ -317,7 +325,6 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
   void* argv[kMaxParams];
   for (int i = 0; i < v->n_params; i++) {  // scalars first: nothing is allocated for a call that goes to Python
     const Param& q = v->params[i];
-    argv[i] = &slots_[i];
     if (q.src == SRC_SCALAR && !pack_scalar(q.code, stack[p.spos[q.index]], p.kinds[p.spos[q.index]], &slots_[i]))
       return false;
   }
@@ -355,9 +362,45 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
     }
     if (e || api.get_data_ptr(outs[o], &ptrs[o])) { drop(); return false; }
   }
+  if (v->n_spec) {  // the code compiled for this call's key: one of the variants of the same dtypes and ranks
+    uint64_t key = 0;
+    int bit = 0;
+    for (int j = 0; j < v->n_spec; j++) {
+      const SpecEntry& q = v->spec[j];
+      int64_t val;
+      void* ptr;
+      switch (q.src) {
+        case SRC_TENSOR:
+          if (api.get_data_ptr(c.t[q.index], &ptr)) { drop(); return false; }
+          val = (int64_t)(uintptr_t)ptr;
+          break;
+        case SRC_OUTPUT: val = (int64_t)(uintptr_t)ptrs[q.index]; break;
+        case SRC_REG: val = c.regs[q.index]; break;
+        case SRC_SCALAR: val = (int64_t)stack[p.spos[q.index]]; break;
+        default: drop(); return false;
+      }
+      if (q.flags & FACT_ALIGNED) key |= (uint64_t)((val & 15) == 0) << bit++;
+      if (q.flags & FACT_ONE) key |= (uint64_t)(val == 1) << bit++;
+    }
+    if (key != v->key) {
+      const Variant* same = nullptr;
+      for (const Variant* cand : p.variants) {
+        if (cand->key != key || !cand->n_spec) continue;
+        bool eq = true;
+        for (int i = 0; i < p.ntensors && eq; i++) eq = cand->dtypes[i] == v->dtypes[i] && cand->ranks[i] == v->ranks[i];
+        if (eq) { same = cand; break; }
+      }
+      if (!same) { drop(); return false; }  // a key not seen yet: the Python kernel compiles its code
+      v = same;
+    }
+  }
+  void* func = v->funcs[dev].load(std::memory_order_acquire);
+  if (!func || !v->entry) { drop(); return false; }
+  if (sm < v->min_smem) sm = v->min_smem;
   for (int i = 0; i < v->n_params; i++) {
     const Param& q = v->params[i];
     void* ptr;
+    argv[i] = &slots_[i];
     switch (q.src) {
       case SRC_TENSOR:
         if (api.get_data_ptr(c.t[q.index], &ptr)) { drop(); return false; }
@@ -370,7 +413,9 @@ bool fast(const Slot& s, const Program& p, StableIValue* stack, uint64_t nret) {
         if (!pack_scalar(q.code, raw, kInt, &slots_[i])) { drop(); return false; }
         break;
       }
-      case SRC_SCALAR: break;  // packed above
+      case SRC_SCALAR:
+        if (!pack_scalar(q.code, stack[p.spos[q.index]], p.kinds[p.spos[q.index]], &slots_[i])) { drop(); return false; }
+        break;
       default: drop(); return false;
     }
   }
@@ -655,14 +700,15 @@ PyObject* py_reset(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-// add_variant(slot, dtypes, ranks, code, extras, grid, smem, block, outs, params, entry, handles)
+// add_variant(slot, dtypes, ranks, code, extras, grid, smem, block, outs, params, entry, handles, spec, key, min_smem)
 PyObject* py_add_variant(PyObject*, PyObject* args) {
   int i;
-  PyObject *dtypes, *ranks, *code, *extras, *grid, *block, *outs, *params, *handles;
+  PyObject *dtypes, *ranks, *code, *extras, *grid, *block, *outs, *params, *handles, *spec;
   int smem;
-  unsigned long long entry;
-  if (!PyArg_ParseTuple(args, "iOOOOOiOOOKO", &i, &dtypes, &ranks, &code, &extras, &grid, &smem, &block, &outs,
-                        &params, &entry, &handles))
+  unsigned long long entry, key;
+  long long min_smem;
+  if (!PyArg_ParseTuple(args, "iOOOOOiOOOKOOKL", &i, &dtypes, &ranks, &code, &extras, &grid, &smem, &block, &outs,
+                        &params, &entry, &handles, &spec, &key, &min_smem))
     return nullptr;
   Slot* s = slot_of(i);
   if (!s) return nullptr;
@@ -729,6 +775,27 @@ PyObject* py_add_variant(PyObject*, PyObject* args) {
     ok = false;
   }
   Py_XDECREF(pf);
+  PyObject* sf = ok ? PySequence_Fast(spec, "spec") : nullptr;
+  if (sf && PySequence_Fast_GET_SIZE(sf) <= kMaxParams) {
+    v->n_spec = (int)PySequence_Fast_GET_SIZE(sf);
+    int bits = 0;
+    for (int k = 0; k < v->n_spec && ok; k++) {  // (source, index, flags)
+      int src, idx, flags;
+      if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(sf, k), "iii", &src, &idx, &flags)) { ok = false; break; }
+      v->spec[k] = SpecEntry{src, idx, flags};
+      bits += ((flags & FACT_ALIGNED) != 0) + ((flags & FACT_ONE) != 0);
+    }
+    if (ok && bits > 64) {
+      PyErr_Format(PyExc_ValueError, "spec: %d key bits, at most 64", bits);
+      ok = false;
+    }
+  } else if (ok) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "spec: too many");
+    ok = false;
+  }
+  Py_XDECREF(sf);
+  v->key = key;
+  v->min_smem = min_smem;
   if (!ok) {
     delete v;
     return nullptr;

@@ -35,7 +35,7 @@ _LOG = logging.getLogger("trt_kernels")
 
 SOURCE = Path(__file__).with_name("_claunch.c")
 MODULE = "_claunch"  # the C file's PyInit__claunch
-ABI = 1  # the C file's TRTK_LAUNCHER_ABI: a module reporting another is not used
+ABI = 2  # the C file's TRTK_LAUNCHER_ABI: a module reporting another is not used
 KINDS = ("auto", "compiled", "python")
 CUDA_VERSION_ASKED = 12000  # the cuLaunchKernel ABI asked of cuGetProcAddress (unchanged since CUDA 4.0)
 

@@ -50,10 +50,17 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
                 )
 
                 kernel = kop.loaded_kernel(kdt, dev)
-                fn = build_launcher(kop, recipe, kernel)
-                entries[key] = fn
                 slot = definition.native if definition is not None else None
-                if slot is not None:  # the native kernel launches this key from now on
+                on_spec = None
+                if slot is not None and recipe.spec:  # the native kernel launches each key seen from then on
+                    def on_spec(sp, key=key, recipe=recipe):
+                        from trt_kernels.eager import native
+
+                        native.add_variant(slot, kop, key, recipe, sp.kernel, sp)
+
+                fn = build_launcher(kop, recipe, kernel, on_spec=on_spec)
+                entries[key] = fn
+                if slot is not None and not recipe.spec:  # the native kernel launches this key from now on
                     from trt_kernels.eager import native
 
                     kernel.handle(dev)
@@ -252,13 +259,16 @@ def write_choice(record: Tuple[str, Dict[str, Any]], choice: int, times: Sequenc
     cache_store.write_entry(root / "autotune" / name, cache_store.AUTOTUNE_MAGIC, cache_store.pack_payload(header))
 
 
-def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1) -> None:
+def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor], stream: int, tactic: int = 1,
+                key: Optional[int] = None) -> None:
     """Launch the kernel of ``tactic`` on ``stream`` writing into the given ``outs`` (TensorRT's JIT
     plugin impl and the replay checks).
 
     ``args`` are the op's arguments in schema order (tensors contiguous, on one device). Override-path
     ops run their ``eager_fn`` on that stream and copy its results into ``outs``. A kernel whose
     compiler appended scratch-buffer pointers (Triton) gets buffers allocated here on ``stream``.
+    ``key``: the specialization to launch (:mod:`trt_kernels.recipe`; the replays pass the one TensorRT's
+    AOT launch was compiled for); default: the launch's own, from its values.
     """
     from trt_kernels.library.arguments import check_scalar_args, check_tensor_args, make_size_check
 
@@ -293,12 +303,19 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         if any(o.numel() for o in outs):
             raise unwritten_error(kop.op_name, grid)
         return
-    recipe = kop.recipe(kdt, ranks, tactic, kop.device_arch(dev))
-    image = recipe.image
-    pack = kop.param_pack(recipe)
+    arch = kop.device_arch(dev)
+    recipe = kop.recipe(kdt, ranks, tactic, arch)
+    values = recipe.values(tensors, scalars, sizes.extras, outs)
+    if key is None:
+        try:  # the code for this launch's specialization key (0 where the source has one code)
+            key = recipe.key(values)
+        except (TypeError, ValueError) as exc:
+            raise scalar_error(kop, args, exc) from None
+    image = kop.specialized_image(kdt, tactic, arch, key)
+    pack = kop.param_pack(recipe, image.folded)
     buf, addr, _keep = pack.buffer()
     try:
-        pack.struct.pack_into(buf, 0, *recipe.values(tensors, scalars, sizes.extras, outs))
+        pack.struct.pack_into(buf, 0, *[v for i, v in enumerate(values) if i not in image.folded])
     except (struct.error, OverflowError, TypeError, IndexError) as exc:
         raise scalar_error(kop, args, exc) from None
     scratch = []
@@ -306,7 +323,7 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
             scratch = scratch_buffers(recipe.scratch, grid[0] * grid[1] * grid[2], tensors[0].device)
         pack.set_hidden(buf, [p for _, p in scratch])
-    kernel = kop.loaded_kernel(kdt, dev, tactic)
+    kernel = kop.loaded_kernel(kdt, dev, tactic, key)
     smem = max(sizes.shared_mem, image.shared_mem)
     (err,) = driver().cuLaunchKernel(kernel.function(dev), *grid, *plan.block, smem, stream, addr, 0)
     if scratch:

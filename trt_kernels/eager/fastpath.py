@@ -125,6 +125,48 @@ def scratch_buffers(scratch, blocks: int, device) -> List[Tuple[Any, int]]:
     return out
 
 
+# ---------------- specialization (one code per key, trt_kernels.recipe) ----------------
+
+
+class Specialized:
+    """The code a launch with one specialization key runs, loaded: ``kernel`` (its LoadedKernel) and
+    ``handles`` (that kernel's {device: CUfunction}), ``codes`` for the compiled launcher (``x`` where the code
+    took a parameter as a constant), ``kept`` (the positions of the values it is passed), ``pack`` (its
+    layout for cuda.bindings) and ``smem`` (the dynamic shared memory the code itself needs)."""
+
+    __slots__ = ("key", "kernel", "handles", "codes", "kept", "pack", "smem")
+
+    def __init__(self, kop, recipe: LaunchRecipe, key: int, device: int):
+        arch = kop.device_arch(device)
+        image = kop.specialized_image(recipe.kdt, recipe.plan.tactic, arch, key)
+        self.key = key
+        self.kernel = kop.loaded_kernel(recipe.kdt, device, recipe.plan.tactic, key)
+        self.handles = self.kernel.handles
+        folded = set(image.folded)
+        self.kept = tuple(i for i in range(len(recipe.params)) if i not in folded)
+        self.codes = ("".join("x" if i in folded else p.code for i, p in enumerate(recipe.params)).encode()
+                      + b"Q" * len(recipe.scratch))
+        self.pack = kop.param_pack(recipe, image.folded)
+        self.smem = image.shared_mem  # what the code itself needs: launches pass at least this much
+
+
+def key_source(spec, value_names: Sequence[str]) -> str:
+    """Python source of :func:`trt_kernels.recipe.spec_key` over the locals ``value_names`` (each parameter's
+    value, in the kernel's order): the same bits, written out."""
+    from trt_kernels.recipe import ALIGNED, FACT_BITS, ONE
+
+    terms, bit = [], 0
+    for pos, flags in spec:
+        v = value_names[pos]
+        if flags & ALIGNED:
+            terms.append(f"((({v}) & {FACT_BITS - 1}) == 0)" + (f" << {bit}" if bit else ""))
+            bit += 1
+        if flags & ONE:
+            terms.append(f"(({v}) == 1)" + (f" << {bit}" if bit else ""))
+            bit += 1
+    return " | ".join(f"({t})" for t in terms) if terms else "0"
+
+
 # ---------------- code generation ----------------
 
 _PY_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}
@@ -220,13 +262,16 @@ class Launcher:
 
 
 def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=None, prefix: str = "_",
-                   claunch=None) -> Launcher:
+                   claunch=None, specs: Optional[Dict[int, Specialized]] = None,
+                   on_spec: Optional[Callable[[Specialized], None]] = None) -> Launcher:
     """The launch code of ``recipe`` (one (dtype, ranks) of ``kop``): statements over ``a0..aN`` (the op's
     arguments) that end in ``return``, and the namespace they need. The recipe's scratch pointers (those
     the compiler appended after the declared parameters) are NULL where 0 bytes, a buffer per launch
     otherwise. ``claunch``: the compiled launcher's ``launch(func, gx, gy, gz, bx, by, bz, smem, stream,
     codes, *values) -> CUresult`` to call; None: cuda.bindings' ``cuLaunchKernel`` (or ``launch``) with a
-    packed buffer."""
+    packed buffer. A recipe with a ``spec`` computes each call's specialization key from the parameters'
+    values and launches the code for it (``specs``: key -> :class:`Specialized`, shared by the launchers of the
+    recipe; ``on_spec(s)`` is told of each new one: the native kernel takes that key's calls from then on)."""
     op = kop.op_name
     plan, out_dtypes, in_dtypes, scratch = recipe.eager, recipe.out_dtypes, recipe.in_dtypes, recipe.scratch
     kinds = kop.sig.arg_kinds
@@ -237,6 +282,7 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     tuples = [(p, scalar_len(d)) for p, d in zip(spos, kop.sig.scalar_decls) if scalar_len(d) is not None]
     pack = kop.param_pack(recipe)
     P = prefix
+    has_scratch = any(n > 0 for n, _ in scratch)
 
     def too_big(i: int, v: int):
         code = SIZE_TYPES[kop.sig.extra_ctype(i)].code
@@ -295,11 +341,44 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
 
     codes = "".join(pack.codes).encode() + b"Q" * len(scratch)  # the compiled launcher's parameter codes
 
-    def crelaunch_(err, dev, gx, gy, gz, smem, vals):
-        def again(stream):
-            return claunch(kernel.handle(dev), gx, gy, gz, *plan.block, smem, stream, codes, *vals)
+    def crelaunch_(err, dev, gx, gy, gz, smem, vals, sp=None):
+        kern, cds = (kernel, codes) if sp is None else (sp.kernel, sp.codes)
 
-        relaunch(kop, kernel, err, dev, (gx, gy, gz), plan.block, smem, 0, again=again)
+        def again(stream):
+            return claunch(kern.handle(dev), gx, gy, gz, *plan.block, smem, stream, cds, *vals)
+
+        relaunch(kop, kern, err, dev, (gx, gy, gz), plan.block, smem, 0, again=again)
+
+    specs = {} if specs is None else specs
+
+    def new_spec(key: int, dev: int) -> Specialized:
+        sp = specs.get(key)
+        if sp is None:  # (the op memoizes the code: a racing thread makes another record of the same kernel)
+            made = Specialized(kop, recipe, key, dev)
+            sp = specs.setdefault(key, made)
+            if sp is made and on_spec is not None:
+                sp.kernel.handle(dev)  # loaded on the call's device before the native kernel takes the key
+                on_spec(sp)
+        return sp
+
+    def spec_launch_(sp, args, dev, gx, gy, gz, smem, vals, device):
+        """cuda.bindings' launch of a specialization (the path without the compiled launcher)."""
+        pk = sp.pack
+        b = pk.buffer()
+        try:
+            pk.struct.pack_into(b[0], 0, *[vals[i] for i in sp.kept])
+        except (struct.error, OverflowError, TypeError) as exc:
+            raise scalar_error(kop, args, exc) from None
+        held = scratch_buffers(scratch, gx * gy * gz, device) if has_scratch else []
+        if held:
+            pk.set_hidden(b[0], [p for _, p in held])
+        f = sp.kernel.function(dev)
+        s = (stream or torch._C._cuda_getCurrentRawStream)(dev)
+        (err,) = (launch or driver().cuLaunchKernel)(f, gx, gy, gz, *plan.block, smem, s, b[1], 0)
+        if held:
+            pk.set_hidden(b[0], [])
+        if err:
+            relaunch(kop, sp.kernel, err, dev, (gx, gy, gz), plan.block, smem, b[1])
 
     def cscratch_(blocks: int, device):
         return scratch_buffers(scratch, blocks, device)
@@ -317,6 +396,8 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
         f"{P}empty_like": torch.empty_like, f"{P}struct_error": (struct.error, OverflowError),
         f"{P}scratch": scratch_, f"{P}bad_scalars": bad_scalars,
     }
+    if recipe.spec:
+        ns.update({f"{P}spec": specs, f"{P}new_spec": new_spec, f"{P}spec_launch": spec_launch_})
     if claunch is not None:
         ns.update({f"{P}claunch": claunch, f"{P}codes": codes, f"{P}handles": kernel.handles,
                    f"{P}handle": kernel.handle, f"{P}crelaunch": crelaunch_, f"{P}cscratch": cscratch_,
@@ -401,28 +482,49 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
             dims = "".join(f"{d}, " for d in dims_of[i])
             body.append(f"    o{i} = {P}empty(({dims}), dtype={P}odt{i}, device=a{tpos[0]}.device)")
     vals = [_value_source(p, tpos, spos) for p in recipe.params]
+    pick: List[str] = []  # a specialized kernel: the values it is keyed on, the key, the code for the key
+    if recipe.spec:
+        for pos, _ in recipe.spec:
+            pick.append(f"        v{pos} = {vals[pos]}")
+            vals[pos] = f"v{pos}"
+        pick += [f"        k = {key_source(recipe.spec, vals)}",
+                 f"        sp = {P}spec.get(k)",
+                 "        if sp is None:",
+                 f"            sp = {P}new_spec(k, dev)",
+                 # the code's own shared memory (Triton's, per compile) where it exceeds the plan's
+                 f"        smem = {smem_src} if {smem_src} >= sp.smem else sp.smem"]
+        smem_src = "smem"
     bx, by, bz = plan.block
     # a grid axis that is a constant (1 for most geometries) needs no emptiness test
     nonempty = [g for g, src in zip(("gx", "gy", "gz"), grid_src) if not (src.isdigit() and int(src) > 0)]
-    has_scratch = any(n > 0 for n, _ in scratch)
     if claunch is not None:  # one call converts the parameters and launches
         hidden = [f"held[{i}][1]" if has_scratch else "0" for i in range(len(scratch))]
         cvals = ", ".join(vals + hidden)
+        handles, handle, cds, sp = ((f"{P}handles", f"{P}handle", f"{P}codes", "") if not recipe.spec
+                                    else ("sp.handles", "sp.kernel.handle", "sp.codes", ", sp"))
         body += [
             f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
-            f"        f = {P}handles.get(dev)",
+            *pick,
+            f"        f = {handles}.get(dev)",
             "        if f is None:",
-            f"            f = {P}handle(dev)",
+            f"            f = {handle}(dev)",
             *([f"        held = {P}cscratch(gx * gy * gz, a{tpos[0]}.device)"] if has_scratch else []),
             "        try:",
             (f"            err = {P}claunch(f, gx, gy, gz, {bx}, {by}, {bz}, {smem_src}, {P}stream(dev), "
-             f"{P}codes, {cvals})"),
+             f"{cds}, {cvals})"),
             f"        except {P}conv_error as exc:",
             f"            {P}scalar_error(({params},), exc)",
             "        if err:",
-            f"            {P}crelaunch(err, dev, gx, gy, gz, {smem_src}, ({cvals},))",
+            f"            {P}crelaunch(err, dev, gx, gy, gz, {smem_src}, ({cvals},){sp})",
         ]
-    body += [] if claunch is not None else [
+    elif recipe.spec:  # cuda.bindings: the specialization's own layout
+        body += [
+            f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
+            *pick,
+            f"        {P}spec_launch(sp, ({params},), dev, gx, gy, gz, {smem_src}, ({', '.join(vals)},), "
+            f"a{tpos[0]}.device)",
+        ]
+    body += [] if claunch is not None or recipe.spec else [
         f"    if {' and '.join(nonempty) if nonempty else 'True'}:",
         "        try:",
         f"            b = {P}tls.b",
@@ -463,15 +565,17 @@ def _value_source(p, tpos: Sequence[int], spos: Sequence[int]) -> str:
 
 
 def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=None,
-                   claunch: Any = "auto") -> Callable[..., Any]:
+                   claunch: Any = "auto", on_spec: Optional[Callable[[Specialized], None]] = None
+                   ) -> Callable[..., Any]:
     """Compile the specialized launch function of ``recipe`` (one (dtype, ranks) of ``kop``).
 
     ``kernel`` is the :class:`~trt_kernels.eager.driver.LoadedKernel`; ``launch`` and ``stream``
     default to ``cuLaunchKernel`` and torch's current raw stream (tests pass recorders).
     ``claunch``: ``"auto"`` asks :mod:`trt_kernels.eager.compiled_launcher` for the compiled launcher (where
     ``launch`` is not given; prepared on the process's first call), None takes cuda.bindings', a
-    callable is the compiled launcher's ``launch`` (tests pass recorders).
-    The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack``, ``.recipe`` and ``.claunch``.
+    callable is the compiled launcher's ``launch`` (tests pass recorders). ``on_spec``: see :func:`launcher_parts`.
+    The function has ``.parts`` (its :class:`Launcher`), ``.source``, ``.pack``, ``.recipe``, ``.claunch`` and
+    ``.specs`` (the specializations launched so far, by key).
     """
     if isinstance(claunch, str):  # "auto"
         claunch = None
@@ -480,7 +584,9 @@ def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
 
             chosen = compiled_launcher.for_new_launcher(len(recipe.params) + len(recipe.scratch))
             claunch = chosen.launch if chosen is not None else None
-    parts = launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, claunch=claunch)
+    specs: Dict[int, Specialized] = {}
+    parts = launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, claunch=claunch, specs=specs,
+                           on_spec=on_spec)
     params = ", ".join(f"a{i}" for i in range(len(kop.sig.arg_kinds)))
     src = f"def launch({params}):\n" + "\n".join(parts.body) + "\n"
     ns = dict(parts.ns)
@@ -492,6 +598,7 @@ def build_launcher(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
     fn.parts = parts
     fn.claunch = claunch
     fn.recipe = recipe
+    fn.specs = specs
     fn.rebuild = lambda prefix: launcher_parts(kop, recipe, kernel, launch=launch, stream=stream, prefix=prefix,
-                                               claunch=claunch)
+                                               claunch=claunch, specs=specs, on_spec=on_spec)
     return fn

@@ -42,7 +42,7 @@ _LOG = logging.getLogger("trt_kernels")
 
 SOURCE = Path(__file__).with_name("_cnative.cpp")
 MODULE = "_cnative"
-ABI = 1  # the C++ file's TRTK_NATIVE_ABI
+ABI = 2  # the C++ file's TRTK_NATIVE_ABI
 ENV = "TRT_KERNELS_NATIVE"
 CACHE_OFF = ("not built: the disk cache is off (TRT_KERNELS_CACHE=0), and building it costs a few seconds in every "
              "process")
@@ -194,10 +194,11 @@ def _emit(e, out: List[int]) -> None:
         raise _Unsupported(f"expression {e!r}")
 
 
-def encode(recipe, mod=None) -> Dict[str, Any]:
+def encode(recipe, mod=None, folded: Tuple[int, ...] = ()) -> Dict[str, Any]:
     """The native form of ``recipe`` (one (dtype, ranks) launch, which :func:`trt_kernels.eager.fastpath.launcher_parts`
-    writes as Python): registers, bytecode, outputs and parameters, then a NULL pointer for each one the
-    compiler appended (scratch buffers of 0 bytes). Raises _Unsupported."""
+    writes as Python): registers, bytecode, outputs and parameters (but those ``folded`` into the code of a
+    specialization), then a NULL pointer for each one the compiler appended (scratch buffers of 0 bytes), and
+    where the specialization key's values come from (``spec``). Raises _Unsupported."""
     plan = recipe.eager  # (a ceiling division by a constant is an add and a floor division there, as in Python)
     code: List[int] = []
     for c in plan.checks:
@@ -227,11 +228,17 @@ def encode(recipe, mod=None) -> Dict[str, Any]:
         outs.append((-1 if o.like is None else int(o.like), _dtype_code(recipe.out_dtypes[i], mod), tuple(dims)))
     if regs > 256 or len(code) > 4096:
         raise _Unsupported("too many sizes")
-    params = [(p.code, *_source(p, extras)) for p in recipe.params] + [("Q", SRC_NULL, 0)] * len(recipe.scratch)
+    params = [(p.code, *_source(p, extras)) for i, p in enumerate(recipe.params) if i not in folded]
+    params += [("Q", SRC_NULL, 0)] * len(recipe.scratch)
     if len(params) > 64:
         raise _Unsupported("more than 64 parameters")
+    from trt_kernels.recipe import spec_bits
+
+    if spec_bits(recipe.spec) > 64:
+        raise _Unsupported("a specialization key of more than 64 bits")
+    spec = [(*_source(recipe.params[pos], extras), flags) for pos, flags in recipe.spec]
     return {"code": code, "extras": extras, "grid": grid, "smem": smem, "block": tuple(plan.block), "outs": outs,
-            "params": params}
+            "params": params, "spec": spec}
 
 
 def _source(p, extras: List[int]) -> Tuple[int, int]:
@@ -247,26 +254,30 @@ def _source(p, extras: List[int]) -> Tuple[int, int]:
     raise _Unsupported(f"a parameter of role {p.role!r}" + (" (a tuple's element)" if p.element is not None else ""))
 
 
-def add_variant(slot: int, kop, key, recipe, kernel) -> bool:
+def add_variant(slot: int, kop, key, recipe, kernel, spec=None) -> bool:
     """Let the slot launch calls with ``key`` (the dispatcher's: input dtypes, then ranks) natively:
-    what the Python launcher of ``recipe`` for that key does. False (the Python launcher keeps them)
+    what the Python launcher of ``recipe`` for that key does. ``spec``: for a recipe that specializes, the
+    :class:`~trt_kernels.eager.fastpath.Specialized` code of one specialization key (``kernel`` is then its
+    kernel): the slot launches the calls with that key. False (the Python launcher keeps them)
     where the launch is not one it models, or ``kop`` is no longer the op's declaration."""
     from trt_kernels.eager import compiled_launcher
 
-    if recipe.needs_scratch or compiled_launcher.preference() != "auto":
+    if recipe.needs_scratch or compiled_launcher.preference() != "auto" or bool(recipe.spec) != (spec is not None):
         return False
     with _LOCK:
         ref = _owner.get(slot)
         if ref is None or ref() is not kop:
             return False
         try:
-            enc = encode(recipe)
+            folded = tuple(i for i in range(len(recipe.params)) if i not in spec.kept) if spec is not None else ()
+            enc = encode(recipe, folded=folded)
             nt = len(kop.sig.tensor_pos)
             dtypes = [_dtype_code(dt) for dt in key[:nt]]
             _check_params(kernel, enc["params"])
             _prepared.module.add_variant(slot, dtypes, list(key[nt:]), enc["code"], enc["extras"], enc["grid"],
                                          enc["smem"], enc["block"], enc["outs"], enc["params"], _driver_entry(),
-                                         kernel.handles)
+                                         kernel.handles, enc["spec"], spec.key if spec is not None else 0,
+                                         spec.smem if spec is not None else 0)
         except _Unsupported as e:
             _LOG.debug("trt_kernels: %s %s launches from Python: %s", kop.op_name, key, e)
             return False

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import field
 from types import MappingProxyType
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 import torch
 
@@ -44,12 +44,15 @@ class KernelImage(Frozen):
     # (bytes per block, alignment) of each pointer the compiler appended after the declared parameters
     # (Triton's scratch buffers); a size of 0 means the launch passes NULL there
     scratch: Tuple[Tuple[int, int], ...] = ()
+    # the declared parameters (positions) the code was compiled with as constants (a specialization's ONE):
+    # its .entry lacks them, and launches do not pass them
+    folded: Tuple[int, ...] = ()
 
     def __init__(self, symbol: str, image: bytes, ptx: bytes, aot_ptx: Optional[bytes],
                  aot_reason: Optional[str] = None, shared_mem: int = 0,
-                 scratch: Tuple[Tuple[int, int], ...] = ()) -> None:
+                 scratch: Tuple[Tuple[int, int], ...] = (), folded: Tuple[int, ...] = ()) -> None:
         self.__dict__.update(symbol=symbol, image=image, ptx=ptx, aot_ptx=aot_ptx, aot_reason=aot_reason,
-                             shared_mem=shared_mem, scratch=scratch)
+                             shared_mem=shared_mem, scratch=scratch, folded=tuple(folded))
 
     @property
     def needs_scratch(self) -> bool:
@@ -147,3 +150,15 @@ class KernelSource:
         """Why this source's compiler cannot build for ``arch`` (``sm_50``), naming the archs it can; None when
         it can, or cannot tell without compiling (the build then reports the compiler's own error)."""
         return None
+
+    def specialization(self, dtype: Any) -> Tuple[Tuple[int, int], ...]:
+        """``(parameter position, flags)`` of each kernel parameter whose code depends on a call's value
+        (:mod:`trt_kernels.recipe`: ALIGNED, ONE); empty (the default): the same code for every call."""
+        return ()
+
+    def specialized(self, dtype: Any, tactic: int, arch: Optional[str], aligned: FrozenSet[int],
+                    ones: FrozenSet[int]) -> KernelImage:
+        """The code for ``dtype`` and ``tactic`` compiled assuming the parameters at positions ``aligned`` are
+        multiples of 16 and those at ``ones`` equal 1 (their parameters leave the ``.entry``); cached like a
+        build. Only sources with a :meth:`specialization` are asked."""
+        raise NotImplementedError

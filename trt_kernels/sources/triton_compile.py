@@ -203,13 +203,18 @@ def cache_entry_path(key: str) -> Optional[Path]:
 
 
 def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, Any], *, arch: str,
-                   options: Mapping[str, Any], label: str) -> TritonKernel:
+                   options: Mapping[str, Any], label: str,
+                   attrs: Optional[Mapping[Tuple[int, ...], Any]] = None) -> TritonKernel:
     """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` without a GPU; PTX, CUBIN and metadata.
+    ``attrs``: Triton's per-parameter attributes (``{(index in fn.params,): [["tt.divisibility", 16]]}``),
+    what ``kernel[grid]`` derives from a launch's arguments.
 
     Cached under the package's cache directory (:func:`trt_kernels.cache_store.cache_root`) as
-    ``triton/<Triton's hash>.bin`` (atomic writes, the whole entry checksummed by the store)."""
+    ``triton/<Triton's hash>.bin`` (atomic writes, the whole entry checksummed by the store; Triton's hash
+    covers the attributes)."""
     triton = require_triton()
-    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs),
+                                    attrs=dict(attrs or {}))
     target = _target(arch)
     key = triton_hash(src, target, options)
     if key is not None:
@@ -229,7 +234,7 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
         except Exception as e:  # noqa: BLE001 - Triton's errors carry the source location
             raise CompileError(f"{label}: Triton could not compile {getattr(fn, '__name__', fn)!r} for {arch} "
                                f"(signature {dict(signature)}, constexprs {dict(constexprs)}, options "
-                               f"{dict(options)}):\n{e}") from e
+                               f"{dict(options)}{f', attributes {dict(attrs)}' if attrs else ''}):\n{e}") from e
         md = ck.metadata
         ptx = ck.asm["ptx"]
         k = TritonKernel(

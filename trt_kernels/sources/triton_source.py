@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -33,6 +33,7 @@ from trt_kernels.dtypes import SIZE_TYPES, TENSOR_TYPES
 from trt_kernels.errors import KernelABIError, SpecError
 from trt_kernels.expr import Expr
 from trt_kernels.limits import STATIC_SHARED_MEM
+from trt_kernels.recipe import ALIGNED, FACT_BITS, ONE
 from trt_kernels.signature import Signature, scalar_c
 from trt_kernels.sources import abi as _abi
 from trt_kernels.sources import triton_compile as _tc
@@ -40,6 +41,10 @@ from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource,
 from trt_kernels.sources.ptx_entry import strip_hidden_params
 from trt_kernels.spec import Custom, InputDecl, OutputDecl, ScalarInput
 from trt_kernels.validate import constexpr_expr, validate_signature
+
+#: Triton's spellings of an int annotation (``n: tl.int32``): such a parameter never becomes a constant
+_INT_ANNOTATIONS = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "int"})
+_FACT = FACT_BITS  # the divisibility ``tt.divisibility`` states for an ALIGNED parameter
 
 GridLike = Union[Sequence[Union[Expr, int]], Callable[[Dict[str, Any]], Sequence[Union[Expr, int]]]]
 
@@ -88,12 +93,57 @@ class TritonSource(KernelSource):
                      sorted(self.options.items()), _tc.triton_version()))
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def compile_one(self, dtype: torch.dtype, tactic: int, arch: str) -> _tc.TritonKernel:
+    def compile_one(self, dtype: torch.dtype, tactic: int, arch: str, aligned: FrozenSet[int] = frozenset(),
+                    ones: FrozenSet[int] = frozenset()) -> _tc.TritonKernel:
+        """Triton's compile of ``dtype`` and ``tactic``; ``aligned`` / ``ones``: the kernel parameters (positions
+        in :meth:`Signature.params`) it may assume multiples of 16 / equal to 1, as ``kernel[grid]`` tells
+        Triton (``tt.divisibility`` 16; a parameter turned constant)."""
+        signature, consts, attrs, opts = self.triton_args(dtype, tactic, aligned, ones)
+        label = f"{self.op_name} (dtype {_dt.label(dtype, self.sig.type_params)}, tactic {tactic})"
+        return _tc.compile_triton(self.fn, signature, consts, arch=arch, options=opts, label=label, attrs=attrs)
+
+    def triton_args(self, dtype: torch.dtype, tactic: int, aligned: FrozenSet[int] = frozenset(),
+                    ones: FrozenSet[int] = frozenset()) -> Tuple[Dict[str, str], Dict[str, Any], Dict, Dict[str, Any]]:
+        """``(signature, constexprs, attrs, options)`` :meth:`compile_one` hands ``triton.compile``: what
+        Triton's own launcher derives from a call whose facts are ``aligned`` and ``ones``."""
         cfg = self.configs[tactic - 1]
         consts = {n: cfg.constexprs.get(n, self.constexpr_defaults.get(n)) for n in self.constexpr_names}
         opts = _tc.fp_fusion_option(dict(self.options, num_warps=cfg.num_warps, num_stages=cfg.num_stages))
-        label = f"{self.op_name} (dtype {_dt.label(dtype, self.sig.type_params)}, tactic {tactic})"
-        return _tc.compile_triton(self.fn, self.signatures[dtype], consts, arch=arch, options=opts, label=label)
+        signature, attrs = dict(self.signatures[dtype]), {}
+        runtime = [i for i, p in enumerate(self.fn.params) if not p.is_constexpr]
+        for pos in ones:
+            name = self.fn.params[runtime[pos]].name
+            signature[name], consts[name] = "constexpr", 1
+        for pos in sorted(set(aligned) - set(ones)):  # never attributes on a constant (3.9 moves them onward)
+            attrs[(runtime[pos],)] = [["tt.divisibility", _FACT]]
+        return signature, consts, attrs, opts
+
+    def specialization(self, dtype: Any) -> Tuple[Tuple[int, int], ...]:
+        """What ``kernel[grid]`` specializes, as Triton 3.x does at each launch: a pointer on its 16-byte
+        alignment, an int (a size, an int scalar) on its divisibility by 16 and on being exactly 1; none of
+        a parameter ``@triton.jit(do_not_specialize=...)`` names, no alignment of one in
+        ``do_not_specialize_on_alignment``, never 1 for an int-annotated one (``n: tl.int32``); never a float
+        or a bool."""
+        out = []
+        runtime = [p for p in self.fn.params if not p.is_constexpr]
+        for pos, (fp, p) in enumerate(zip(runtime, self.sig.params(dtype))):
+            if getattr(fp, "do_not_specialize", False) or p.kind not in ("ptr", "int"):
+                continue
+            flags = 0 if getattr(fp, "do_not_specialize_on_alignment", False) else ALIGNED
+            if p.kind == "int" and str(getattr(fp, "annotation", "") or "") not in _INT_ANNOTATIONS:
+                flags |= ONE
+            if flags:
+                out.append((pos, flags))
+        return tuple(out)
+
+    def specialized(self, dtype: Any, tactic: int, arch: Optional[str], aligned: FrozenSet[int],
+                    ones: FrozenSet[int]) -> KernelImage:
+        params = self.sig.params(dtype)
+        kept = [p for i, p in enumerate(params) if i not in ones]
+        k = self.compile_one(dtype, tactic, arch, frozenset(aligned), frozenset(ones))
+        self._check_launch(k, tactic)
+        n_hidden = _abi.check_abi(self.op_name, k.name, k.name, k.ptx, kept, hidden="Triton's hidden scratch pointers")
+        return self._image(k, dtype, tactic, kept, n_hidden, folded=tuple(sorted(ones)))
 
     def build(self, arch: Optional[str], *, check_abi: bool = True) -> Binary:
         kernels: Dict[Tuple[torch.dtype, int], KernelImage] = {}
@@ -107,7 +157,7 @@ class TritonSource(KernelSource):
                                            hidden="Triton's hidden scratch pointers") if check_abi
                             else len(_abi.ptx_params(k.ptx, k.name) or ()) - n_user)
                 hidden.add(n_hidden)
-                kernels[(d, t)] = self._image(k, d, t, n_user, n_hidden)
+                kernels[(d, t)] = self._image(k, d, t, self.sig.params(d), n_hidden)
                 cached = cached and k.from_cache
                 path = _tc.cache_entry_path(k.hash)
                 if path is not None:
@@ -119,11 +169,17 @@ class TritonSource(KernelSource):
         return Binary(arch=arch, kernels=kernels, toolchain=f"Triton {_tc.triton_version()}", from_cache=cached,
                       entries=tuple(dict.fromkeys(entries)), details={"configs": self.config_text()})
 
-    def _image(self, k: _tc.TritonKernel, dtype: torch.dtype, tactic: int, n_user: int, n_hidden: int) -> KernelImage:
+    def _image(self, k: _tc.TritonKernel, dtype: torch.dtype, tactic: int, params: Sequence[Any], n_hidden: int,
+               folded: Tuple[int, ...] = ()) -> KernelImage:
+        """The kernel image of a compile whose ``.entry`` takes ``params`` then ``n_hidden`` scratch pointers, the
+        declared parameters at ``folded`` compiled in as constants (then no AOT PTX: TensorRT passes them all)."""
         scratch = [(k.global_scratch_size, k.global_scratch_align), (k.profile_scratch_size, k.profile_scratch_align)]
         scratch = tuple((scratch + [(0, 1)] * n_hidden)[:n_hidden])
-        aot, why = None, None
-        if k.needs_scratch:
+        n_user = len(params)
+        aot_ptx, why = None, None
+        if folded:
+            why = "a parameter equal to 1 is folded into this code (eager only)"
+        elif k.needs_scratch:
             why = (f"tactic {tactic} ({_dt.label(dtype, self.sig.type_params)}) needs a Triton scratch buffer "
                    f"(global_scratch_size={k.global_scratch_size}, profile_scratch_size={k.profile_scratch_size}), "
                    "which TensorRT's AOT launch cannot pass")
@@ -131,12 +187,12 @@ class TritonSource(KernelSource):
             why = (f"tactic {tactic} needs {k.shared} bytes of dynamic shared memory (> 48 KB); raising a kernel's "
                    "limit is not part of TensorRT's AOT launch as far as verified here")
         else:
-            aot, why = strip_hidden_params(k.ptx, k.name, n_user)
-            if aot is not None:
-                _abi.check_abi(self.op_name, k.name, k.name, aot, self.sig.params(dtype))
+            aot_ptx, why = strip_hidden_params(k.ptx, k.name, n_user)
+            if aot_ptx is not None:
+                _abi.check_abi(self.op_name, k.name, k.name, aot_ptx, params)
                 why = None
-        return KernelImage(symbol=k.name, image=k.cubin, ptx=k.ptx, aot_ptx=aot, aot_reason=why or None,
-                           shared_mem=k.shared, scratch=scratch)
+        return KernelImage(symbol=k.name, image=k.cubin, ptx=k.ptx, aot_ptx=aot_ptx, aot_reason=why or None,
+                           shared_mem=k.shared, scratch=scratch, folded=folded)
 
     def _check_launch(self, k: _tc.TritonKernel, tactic: int) -> None:
         """What Triton compiled must be launchable as this package launches (one CTA, no attributes)."""

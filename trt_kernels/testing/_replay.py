@@ -86,10 +86,35 @@ def _arguments(op, args):
         from trt_kernels.library.arguments import make_size_check
 
         make_size_check(kop)(args)
-    tensors = [a.contiguous() for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
+    # TensorRT's plugin inputs are 256-byte aligned (setTensorAddress requires it of the engine's tensors, and
+    # TensorRT allocates the others so), which the AOT PTX may assume: a view that is not gets copied, as the
+    # data would be in an engine
+    tensors = [_aligned(a.contiguous()) for a, k in zip(args, kop.sig.arg_kinds) if k == "tensor"]
     attrs = {d.name: scalar_value(kop.op_name, d, a) for d, a, k in zip(kop.sig.inputs, kop.with_defaults(tuple(args)),
                                                                        kop.sig.arg_kinds) if k == "scalar"}
     return kop, tensors, attrs, [(_TRT_NAMES[t.dtype], tuple(t.shape)) for t in tensors]
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it at a 256-byte aligned address."""
+    return t if t.data_ptr() % 256 == 0 else t.clone()
+
+
+def _aot_key(kop, tensors, attrs, tactic: int) -> int:
+    """The specialization key the AOT launch of these (static) shapes was compiled for
+    (:meth:`~trt_kernels.recipe.LaunchRecipe.aot_key`; 0 for a source with one code)."""
+    from trt_kernels.library.arguments import check_tensor_args
+    from trt_kernels.plan import concrete
+
+    kdt = check_tensor_args(kop, tensors)
+    recipe = kop.recipe(kdt, tuple(t.dim() for t in tensors), max(int(tactic or 1), 1),
+                        kop.device_arch(tensors[0].get_device()))
+    if not recipe.spec:
+        return 0
+    scalars = [attrs[d.name] for d in kop.sig.scalar_decls]
+    sizes = concrete(recipe.plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
+                     [d.name for d in kop.sig.scalar_decls])
+    return recipe.aot_key(scalars, sizes.extras)
 
 
 def _poisoned(shape, dtype, device):
@@ -129,15 +154,18 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
                            [e._to_json() for _, e in res.extra_args], res.bindings, [t.data_ptr() for t in tensors],
                            [o.data_ptr() for o in outs], torch.cuda.current_stream(dev).cuda_stream, kop.op_name)
     torch.cuda.synchronize(dev)
-    if res.tactic in (0, 1) or kop.eager_fn is not None:
+    key = _aot_key(kop, tensors, attrs, res.tactic) if kop.eager_fn is None else 0
+    if (res.tactic in (0, 1) and not key) or kop.eager_fn is not None:
         eager = kop.overload(*args)  # the op as users call it (eager uses tactic 1)
         eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
-    else:  # the eager launcher at the same tactic: CUBIN and int-evaluated plan, same block
+    else:  # the eager launcher at the same tactic and specialization: CUBIN and int-evaluated plan, same block
         from trt_kernels.eager.cuda_kernel import launch_into
 
         eager = [torch.empty_like(o) for o in outs]
-        eager_args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
-        launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic)
+        it = iter(tensors)  # the aligned tensors the AOT launch read
+        eager_args = [next(it) if k == "tensor" else a for a, k in zip(kop.with_defaults(tuple(args)),
+                                                                        kop.sig.arg_kinds)]
+        launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic, key=key)
     torch.cuda.synchronize(dev)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,

@@ -115,6 +115,28 @@ def test_half_precision(tt, names, dtype):
     torch.testing.assert_close(out, tk.rmsnorm_ref(x, w, 1e-5), atol=2e-2, rtol=2e-2)
 
 
+def test_aot_code_assumes_only_what_every_launch_of_the_engine_gives(tt, names):
+    """The AOT layer's PTX assumes TensorRT's 256-byte aligned tensors, and a size divisible by 16 only where the
+    engine's shapes fix it: static shapes (32768 elements) get vector loads; a dynamic batch does not, and every
+    batch in its range runs right (odd element counts included); the engine refuses none of them."""
+    class One(torch.nn.Module):
+        def forward(self, x):
+            return _op(names["scale"])(x, 0.25)
+
+    x = torch.randn(64, 512, device="cuda")
+    static = emu.compile_trt(tt, One(), [x])
+    (layer,) = emu.layers(static)
+    assert layer["kind"] == "aot_plugin" and "ld.global.v4" in layer["ptx"]
+    torch.testing.assert_close(static(x), x * 0.25 + 1.0)
+    dynamic = emu.compile_trt(tt, One(), [tt[1].Input(min_shape=(1, 3), opt_shape=(8, 3), max_shape=(99, 3),
+                                                       dtype=torch.float32, name="x")])
+    (layer,) = emu.layers(dynamic)
+    assert layer["kind"] == "aot_plugin" and "ld.global.v4" not in layer["ptx"]
+    for b in (1, 7, 16, 99):
+        x = torch.randn(b, 3, device="cuda")
+        torch.testing.assert_close(dynamic(x), x * 0.25 + 1.0)
+
+
 def test_scratch_kernel_runs_as_a_jit_layer(tt, names):
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("device-side tensor descriptors need sm_90+")
