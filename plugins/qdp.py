@@ -32,7 +32,7 @@ import torch
 
 from trt_kernels.dtypes import INT_RANGES, c_scalar_text, trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
-from trt_kernels.expr import SizesEvaluator, evaluate
+from trt_kernels.expr import Const, SizesEvaluator, binop, evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
 from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
 from trt_kernels.signature import scalar_c, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
@@ -307,10 +307,11 @@ class PluginBuilder:
             static = SizesEvaluator([tuple(_build_constant(x) for x in d.shape_expr) for d in inputs], scalars)
             key = recipe.aot_key(scalars, [_static_value(e, static) for e in plan.extras])
             symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch, key)
+            need = kop.aot_code(kdt, tactic, self.arch, key)[1].shared_mem  # the specialized code's own
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
             launch.block_x, launch.block_y, launch.block_z = plan.block
-            launch.shared_mem = evaluate(plan.shared_mem, ev)
+            launch.shared_mem = evaluate(binop("max", plan.shared_mem, Const(need)), ev)
             # the arguments between the input and the output pointers, in the kernel's order: each scalar
             # baked in (a tuple input as its elements), each size a SymInt32 expression
             decls = self.scalar_decls

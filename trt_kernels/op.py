@@ -466,13 +466,7 @@ class KernelOp:
             raise PtxVersionError(f"{self.op_name}: {b.aot_reason}")
         from trt_kernels.eager.driver import driver_version
 
-        if key is None:
-            from trt_kernels.recipe import aot_key
-
-            key = aot_key(self.source.specialization(dtype), self.sig.params(dtype))
-        k = self.specialized_image(dtype, tactic, arch, key)
-        if k.shared_mem > b.kernel(dtype, tactic).shared_mem:  # the plan gives TensorRT the unspecialized need
-            k, key = b.kernel(dtype, tactic), 0
+        key, k = self.aot_code(dtype, tactic, arch, key)
         note = self.source.ptx_note(b, driver_version())
         if note:
             isa = f" (PTX ISA {k.ptx_isa[0]}.{k.ptx_isa[1]})" if k.ptx_isa else ""
@@ -481,6 +475,20 @@ class KernelOp:
         if ptx is None:
             raise PtxVersionError(f"{self.op_name}: the kernel's parameters cannot take TensorRT's AOT layout: {why}")
         return k.symbol, ptx
+
+    def aot_code(self, dtype: torch.dtype, tactic: int = 1, arch: Optional[str] = None,
+                 key: Optional[int] = None) -> Tuple[int, KernelImage]:
+        """``(the key, the code)`` TensorRT's AOT launch embeds for ``key`` (default: aligned pointers only,
+        :func:`~trt_kernels.recipe.aot_key`); the launch gives it the code's own shared memory where that is more
+        than the plan's. The unspecialized code, key 0, where the specialized one would need more than the 48 KB an
+        AOT launch may use and the unspecialized one does not."""
+        if key is None:
+            from trt_kernels.recipe import aot_key
+
+            key = aot_key(self.source.specialization(dtype), self.sig.params(dtype))
+        base = self.image(dtype, tactic, arch)
+        k = self.specialized_image(dtype, tactic, arch, key)
+        return (0, base) if k.shared_mem > max(base.shared_mem, STATIC_SHARED_MEM) else (key, k)
 
     def _needs_layout(self) -> bool:
         """Whether TensorRT's AOT layout differs from the kernel's parameters (their order, or 64-bit sizes and

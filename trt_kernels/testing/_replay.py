@@ -100,21 +100,19 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
     return t if t.data_ptr() % 256 == 0 else t.clone()
 
 
-def _aot_key(kop, tensors, attrs, tactic: int) -> int:
-    """The specialization key the AOT launch of these (static) shapes was compiled for
-    (:meth:`~trt_kernels.recipe.LaunchRecipe.aot_key`; 0 for a source with one code)."""
+def _aot_key(kop, tensors, attrs, tactic: int) -> Optional[int]:
+    """The specialization key of the code the AOT impl embedded for these inputs (:meth:`KernelOp.aot_code`; the
+    replay's sizes reach the plugin as symbols, so only the pointers and the scalars are known); None for a source
+    with one code."""
     from trt_kernels.library.arguments import check_tensor_args
-    from trt_kernels.plan import concrete
 
     kdt = check_tensor_args(kop, tensors)
-    recipe = kop.recipe(kdt, tuple(t.dim() for t in tensors), max(int(tactic or 1), 1),
-                        kop.device_arch(tensors[0].get_device()))
+    tactic = max(int(tactic or 1), 1)
+    arch = kop.device_arch(tensors[0].get_device())
+    recipe = kop.recipe(kdt, tuple(t.dim() for t in tensors), tactic, arch)
     if not recipe.spec:
-        return 0
-    scalars = [attrs[d.name] for d in kop.sig.scalar_decls]
-    sizes = concrete(recipe.plan, [tuple(t.shape) for t in tensors], kop.sig.tensor_names, scalars,
-                     [d.name for d in kop.sig.scalar_decls])
-    return recipe.aot_key(scalars, sizes.extras)
+        return None
+    return kop.aot_code(kdt, tactic, arch, recipe.aot_key([attrs[d.name] for d in kop.sig.scalar_decls]))[0]
 
 
 def _poisoned(shape, dtype, device):
@@ -154,8 +152,8 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
                            [e._to_json() for _, e in res.extra_args], res.bindings, [t.data_ptr() for t in tensors],
                            [o.data_ptr() for o in outs], torch.cuda.current_stream(dev).cuda_stream, kop.op_name)
     torch.cuda.synchronize(dev)
-    key = _aot_key(kop, tensors, attrs, res.tactic) if kop.eager_fn is None else 0
-    if (res.tactic in (0, 1) and not key) or kop.eager_fn is not None:
+    key = _aot_key(kop, tensors, attrs, res.tactic) if kop.eager_fn is None else None
+    if (res.tactic in (0, 1) and key is None) or kop.eager_fn is not None:
         eager = kop.overload(*args)  # the op as users call it (eager uses tactic 1)
         eager = list(eager) if isinstance(eager, (tuple, list)) else [eager]
     else:  # the eager launcher at the same tactic and specialization: CUBIN and int-evaluated plan, same block
