@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 import torch
 
 from trt_kernels._record import FACTORY, Frozen, plain_record, record_repr, replace
-from trt_kernels.errors import NoCudaDeviceError, PtxVersionError
+from trt_kernels.errors import CompileError, NoCudaDeviceError, PtxVersionError
 from trt_kernels.expr import Const, Expr, binop
 from trt_kernels.limits import STATIC_SHARED_MEM
 from trt_kernels.signature import Signature, scalar_c, scalar_len, scalar_type
@@ -278,10 +278,10 @@ class KernelOp:
 
     def specialized_image(self, kdt: Any, tactic: int = 1, arch: Optional[str] = None, key: int = 0) -> KernelImage:
         """The code for launches whose specialization key is ``key`` (:mod:`trt_kernels.recipe`), compiled once
-        per (dtype, tactic, arch, key) and cached on disk like a build. Key 0 (nothing assumed), a source that
-        does not specialize, and code that would not launch as the plan does (other scratch buffers: Triton
-        decides them per compile) give the unspecialized image. The code's shared memory may differ from the
-        unspecialized one's (Triton's layouts follow the facts): launches pass the larger of the two."""
+        per (dtype, tactic, arch, key) and cached on disk like a build. Key 0 (nothing assumed) and a source that
+        does not specialize give the unspecialized image, as does code that would not compile or launch as the plan
+        does (:meth:`_specialize`). The code's shared memory may differ from the unspecialized one's (Triton's
+        layouts follow the facts): launches pass the larger of the two."""
         base = self.image(kdt, tactic, arch)
         if not key:
             return base
@@ -295,16 +295,32 @@ class KernelOp:
             with self._lock:
                 img = self._special.get(memo)
                 if img is None:
-                    img = self.source.specialized(kdt, tactic, arch, aligned, ones)
-                    if img.scratch != base.scratch:
-                        import logging
-
-                        logging.getLogger("trt_kernels").debug(
-                            "trt_kernels: %s: the code specialized for key %#x needs scratch %s (unspecialized: %s): "
-                            "launches take the unspecialized code", self.op_name, key, img.scratch, base.scratch)
-                        img = base
-                    self._special[memo] = img
+                    img = self._special[memo] = self._specialize(kdt, tactic, arch, key, aligned, ones, base)
         return img
+
+    def _specialize(self, kdt, tactic: int, arch: Optional[str], key: int, aligned, ones, base: KernelImage
+                    ) -> KernelImage:
+        """:meth:`specialized_image`'s compile. A kernel that does not compile with a parameter made the constant 1
+        (Triton's own launcher fails then too: e.g. ``n.to(tl.int64)`` on a constant) is compiled without that, and
+        one that does not compile with the facts at all, or needs other scratch buffers, launches the unspecialized
+        code: a call never fails where the declaration's compile worked."""
+        import logging
+
+        log = logging.getLogger("trt_kernels")
+        tries = [(aligned, ones)] + ([(aligned, frozenset())] if ones else [])
+        for facts in tries:
+            try:
+                img = self.source.specialized(kdt, tactic, arch, *facts)
+            except CompileError as e:
+                log.debug("trt_kernels: %s: no code for key %#x with facts %s: %s", self.op_name, key, facts, e)
+                continue
+            if img.scratch == base.scratch:
+                return img
+            log.debug("trt_kernels: %s: the code for key %#x needs scratch %s (unspecialized: %s)", self.op_name, key,
+                      img.scratch, base.scratch)
+            break
+        log.debug("trt_kernels: %s: launches with key %#x take the unspecialized code", self.op_name, key)
+        return base
 
     # ----- plans -----
     def plan(self, ranks: Tuple[int, ...], tactic: int = 1, arch: Optional[str] = None) -> LaunchPlan:

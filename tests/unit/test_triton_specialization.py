@@ -166,6 +166,30 @@ def test_the_code_follows_the_facts(kernels):
     assert r.aot_key([1e-6], [1]) == r.aot_key()  # a size of 1 is never folded for TensorRT
 
 
+@triton.jit
+def scale_widened_kernel(x_ptr, alpha, n, y_ptr, BLOCK: tl.constexpr):
+    """Widens its size with ``n.to(tl.int64)``: made the constant 1 (Triton's rule for n == 1), n is a Python int
+    there and the compile fails, under Triton's own launcher too."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n.to(tl.int64)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * alpha + 1.0, mask=m)
+
+
+def test_a_kernel_that_cannot_take_a_constant_1_gets_code_without_it():
+    from trt_kernels.errors import CompileError
+
+    kop = _declare_scale(scale_widened_kernel)
+    spec = kop.source.specialization(torch.float32)
+    key = spec_key(spec, [16, 0.5, 1, 32])  # aligned pointers, n == 1
+    aligned, ones = spec_facts(spec, key)
+    assert ones == {2}
+    with pytest.raises(CompileError, match="has no attribute 'to'"):
+        kop.source.specialized(torch.float32, 1, ARCH, aligned, ones)
+    img = kop.specialized_image(torch.float32, 1, ARCH, key)  # the call does not fail: n stays a parameter
+    assert img.folded == () and img is not kop.image(torch.float32, 1, ARCH)
+    assert img.ptx == kop.specialized_image(torch.float32, 1, ARCH, spec_key(spec, [16, 0.5, 3, 32])).ptx
+
+
 def test_a_source_without_specialization_computes_no_key():
     name = unique("tri_spec")
     ttk.cuda_kernel_op(name, mixed_spec())
