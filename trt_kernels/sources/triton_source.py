@@ -44,7 +44,6 @@ from trt_kernels.validate import constexpr_expr, validate_signature
 
 #: Triton's spellings of an int annotation (``n: tl.int32``): such a parameter never becomes a constant
 _INT_ANNOTATIONS = frozenset({"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "int"})
-_FACT = FACT_BITS  # the divisibility ``tt.divisibility`` states for an ALIGNED parameter
 
 GridLike = Union[Sequence[Union[Expr, int]], Callable[[Dict[str, Any]], Sequence[Union[Expr, int]]]]
 
@@ -115,7 +114,7 @@ class TritonSource(KernelSource):
             name = self.fn.params[runtime[pos]].name
             signature[name], consts[name] = "constexpr", 1
         for pos in sorted(set(aligned) - set(ones)):  # never attributes on a constant (3.9 moves them onward)
-            attrs[(runtime[pos],)] = [["tt.divisibility", _FACT]]
+            attrs[(runtime[pos],)] = [["tt.divisibility", FACT_BITS]]
         return signature, consts, attrs, opts
 
     def specialization(self, dtype: Any) -> Tuple[Tuple[int, int], ...]:
