@@ -18,9 +18,10 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXTRA_VAR = "TTK_EXTRA_TRITON"
 # the CPU tests that compile Triton kernels (declarations, PTX/CUBIN, cache, ABI, plans, export, the QDP
-# stand-in) and the command line on a Triton op (inspect, compile, status, doctor)
+# stand-in, the launch-time specialization against that Triton's own launcher) and the command line on a Triton
+# op (inspect, compile, status, doctor)
 PER_VERSION_TESTS = ["tests/unit/test_triton_cpu.py", "tests/unit/test_triton_autotune_hooks.py",
-                     "tests/cli/test_cli_per_source.py"]
+                     "tests/unit/test_triton_specialization.py", "tests/cli/test_cli_per_source.py"]
 
 
 def _extra_versions():
@@ -48,7 +49,8 @@ def test_triton_cpu_tier_under_each_extra_version(install):
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"under triton {version}:\n{out[-6000:]}"
-    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED") and "test_triton_cpu" in line]
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")
+               and ("test_triton_cpu" in line or "test_triton_specialization" in line)]
     assert not skipped, skipped  # Triton's tests ran, not skipped
     passed = re.search(r"(\d+) passed", out)
     assert passed and int(passed.group(1)) >= 30, out[-2000:]
