@@ -347,6 +347,19 @@ def test_inspect_json_launch_plan(runs):
     assert op["tensorrt"]["plugin"] == "AOT" and "scalars (a) are baked" in op["tensorrt"]["why"]
 
 
+def test_inspect_says_what_a_call_specializes(runs):
+    """Triton ops: the pointers (16-byte alignment) and the size (a multiple of 16, or 1), not the float scalar;
+    CUDA C++ and PTX ops: nothing (one code for every call)."""
+    op = _inspect_op(runs)
+    out = _ok(runs.r["inspect_text"], "inspect (text)")
+    if runs.source != "triton":
+        assert op["specializes"] == [] and "specializes" not in out
+        return
+    assert [(r["position"], r["facts"]) for r in op["specializes"]] == [
+        (0, ["16-byte aligned"]), (2, ["a multiple of 16", "1 (a constant of the code)"]), (3, ["16-byte aligned"])]
+    assert "specializes   per call, as Triton's launcher" in out
+
+
 def test_inspect_json_declared_by_names_the_entry_point(runs):
     op = _inspect_op(runs)
     assert op["declared_by"] == ENTRY_POINT[runs.source]

@@ -315,6 +315,22 @@ def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
     return out
 
 
+def _specializes(kop) -> List[Dict[str, Any]]:
+    """The kernel parameters whose code depends on a call's values (Triton's launch-time specialization,
+    :mod:`trt_kernels.recipe`), each with what a call may tell the compiler; empty: one code for every call."""
+    from trt_kernels.recipe import ALIGNED, ONE
+
+    kdt = kop.dtypes[0]
+    params = kop.sig.params(kdt)
+    out = []
+    for pos, flags in kop.source.specialization(kdt):
+        p = params[pos]
+        facts = (["16-byte aligned" if p.kind == "ptr" else "a multiple of 16"] if flags & ALIGNED else []) + (
+            ["1 (a constant of the code)"] if flags & ONE else [])
+        out.append({"position": pos, "param": p.label, "facts": facts})
+    return out
+
+
 def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -> Dict[str, Any]:
     from trt_kernels import dtypes as _dt
 
@@ -333,6 +349,7 @@ def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -
         "dtypes": [_dt.label(t, kop.sig.type_params) for t in kop.dtypes],
         "checks": [c.label for c in kop.sig.checks],  # size relations between inputs, as declared
         "tactics": _tactics(kop),
+        "specializes": _specializes(kop),
         "cache": cache,
         "tensorrt": _tensorrt(kop, trt_state, binary),
         "errors": errors,
@@ -410,6 +427,9 @@ def format_op(d: Dict[str, Any]) -> str:
     tac = "; ".join(f"{t['id']}: block ({', '.join(map(str, t['block']))})" if t["block"] else f"{t['id']}: {t['note']}"
                     for t in d["tactics"])
     add(f"  tactics       {tac}")
+    if d["specializes"]:
+        facts = "; ".join(f"{r['param']}: {' or '.join(r['facts'])}" for r in d["specializes"])
+        add(f"  specializes   per call, as Triton's launcher (code compiled for each call's facts): {facts}")
     c = d["cache"]
     if c is None:
         add("  cache         no entry (nothing compiled, or the cache is disabled)")
