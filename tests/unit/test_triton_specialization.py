@@ -198,6 +198,57 @@ def test_a_source_without_specialization_computes_no_key():
     assert r.spec == () and r.key([1, 2, 3, 4, 5, 6, 7]) == 0
 
 
+def test_threads_calling_at_new_keys_get_one_code_per_key(monkeypatch):
+    """Eight threads call the Python launcher at once with views at four alignments and two sizes (keys not seen
+    yet): each key's code is compiled and recorded once (one Specialized, one on_spec), and every launch runs the
+    code of its own call's key (CPU tensors; the kernel loads and cuLaunchKernel are recorded)."""
+    import random
+    import threading
+
+    kop = _declare_scale(tk.scale_shift_kernel)
+    monkeypatch.setattr(kop, "device_arch", lambda dev: ARCH)  # CPU tensors: the test's own op, no GPU to ask
+
+    def loaded(dtype, device, tactic=1, key=0):
+        return types.SimpleNamespace(function=lambda dev: ("code", key), handle=lambda dev: key, handles={})
+
+    monkeypatch.setattr(kop, "loaded_kernel", loaded)
+    r = kop.recipe(torch.float32, (1,), 1, ARCH)
+    launched, made = [], []
+
+    def record(f, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+        launched.append(f)
+        return (0,)
+
+    base_kernel = types.SimpleNamespace(functions={}, handles={}, function=None, handle=None)  # (unused: r has a spec)
+    fn = build_launcher(kop, r, base_kernel, launch=record, stream=lambda dev: 0, claunch=None, on_spec=made.append)
+    base = torch.randn(4200)
+    calls = [base[o:o + n] for o in (0, 1, 4, 6) for n in (1000, 1024)]
+    want = {}
+    for x in calls:
+        want[x.data_ptr(), x.numel()] = spec_key(r.spec, [x.data_ptr(), 0.5, x.numel(), 16])  # outputs: aligned
+    errors = []
+
+    def work(seed):
+        try:
+            order = calls[:]
+            random.Random(seed).shuffle(order)
+            for x in order:
+                fn(x, 0.5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    keys = set(want.values())
+    assert len(keys) > 2 and set(fn.specs) == keys
+    assert sorted(sp.key for sp in made) == sorted(keys)  # each key told once
+    assert len(launched) == 8 * len(calls) and {f[1] for f in launched} == keys
+
+
 # ---------------- the native kernel's key (CPU tensors, recorded launches) ----------------
 
 
