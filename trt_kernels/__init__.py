@@ -17,7 +17,7 @@ _EXPORTS = {
                            "PtxVersionError", "SpecError"),
     "trt_kernels.expr": ("DimSize", "Numel", "Scalar", "cdiv", "maximum", "minimum", "next_power_of_2"),
     "trt_kernels.spec": ("Custom", "Elementwise", "InputDecl", "KernelSpec", "OutputDecl", "ReduceDims", "Reduction",
-                         "SameAs", "SameDim", "SameShape", "ScalarInput", "SizeArg"),
+                         "SameAs", "SameDim", "SameShape", "ScalarInput", "SizeArg", "Written"),
     # the module imports without triton; triton is imported when an op is declared
     "trt_kernels.sources.triton_source": ("TritonConfig",),
 }
@@ -41,7 +41,7 @@ def __dir__():
 
 __all__ = [
     "Custom", "DimSize", "Elementwise", "InputDecl", "KernelSpec", "Numel", "OutputDecl",
-    "ReduceDims", "Reduction", "SameAs", "SameDim", "SameShape", "Scalar", "ScalarInput", "SizeArg",
+    "ReduceDims", "Reduction", "SameAs", "SameDim", "SameShape", "Scalar", "ScalarInput", "SizeArg", "Written",
     "cuda_kernel_op", "ptx_op", "unregister",
     "triton_kernel_op", "TritonConfig",
     "cdiv", "maximum", "minimum", "next_power_of_2",

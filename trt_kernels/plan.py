@@ -38,17 +38,26 @@ from trt_kernels.signature import Signature
 
 @plain_record
 class OutputPlan(Frozen):
-    """One output of a plan: shape and element count as resolved expressions, and where its dtype comes from."""
+    """One output of a plan: shape and element count as resolved expressions, and where its dtype comes from.
+
+    A size the kernel writes (:class:`~trt_kernels.spec.Written`): the data output's ``shape`` holds the bound
+    at axis ``written`` (what eager allocates) and ``count`` is the index of the ``count`` output, a 0-D tensor
+    whose ``bounds`` are the size's ``(max, opt)``."""
 
     shape: Tuple[Expr, ...]
     numel: Expr
     like: Optional[int]  # tensor input whose shape this output has exactly (SameAs)
     dtype_src: Optional[int]  # tensor input whose dtype this output takes
     dtype: Optional[torch.dtype]  # fixed dtype
+    written: int = -1  # the axis whose size the kernel writes (-1: none)
+    count: int = -1  # the output holding that size
+    bounds: Tuple[Expr, ...] = ()  # a count output's (max, opt)
 
     def __init__(self, shape: Tuple[Expr, ...], numel: Expr, like: Optional[int], dtype_src: Optional[int],
-                 dtype: Optional[torch.dtype]) -> None:
-        self.__dict__.update(shape=shape, numel=numel, like=like, dtype_src=dtype_src, dtype=dtype)
+                 dtype: Optional[torch.dtype], written: int = -1, count: int = -1, bounds: Tuple[Expr, ...] = ()
+                 ) -> None:
+        self.__dict__.update(shape=shape, numel=numel, like=like, dtype_src=dtype_src, dtype=dtype, written=written,
+                             count=count, bounds=bounds)
 
 
 @plain_record
@@ -92,7 +101,8 @@ class LaunchPlan(Frozen):
     def lowered(self) -> "LaunchPlan":
         """This plan with every expression through :func:`~trt_kernels.expr.lower`: what eager launches
         evaluate."""
-        outs = tuple(OutputPlan(tuple(lower(e) for e in o.shape), lower(o.numel), o.like, o.dtype_src, o.dtype)
+        outs = tuple(OutputPlan(tuple(lower(e) for e in o.shape), lower(o.numel), o.like, o.dtype_src, o.dtype,
+                                o.written, o.count, tuple(lower(e) for e in o.bounds))
                      for o in self.outputs)
         checks = tuple(CheckPlan(c.index, c.label, c.kind, c.tensors, c.texts,
                                  tuple((lower(a), lower(b)) for a, b in c.pairs)) for c in self.checks)
@@ -154,10 +164,15 @@ def build_plan(sig: Signature, ranks: Sequence[int], tactic: int = 0) -> LaunchP
             shape = tuple((Const(1) if o.keepdim else None) if a in dims else Dim(t, a) for a in range(ranks[t]))
             shape = tuple(d for d in shape if d is not None)
             numel = product(shape)
+        elif o.kind == "count":
+            outputs.append(OutputPlan(shape=(), numel=Const(1), like=None, dtype_src=None, dtype=o.dtype,
+                                      bounds=tuple(res(e, f"{where}.{k}") for e, k in zip(o.exprs, ("max", "opt")))))
+            continue
         else:
             shape = tuple(res(e, f"{where}[{j}]") for j, e in enumerate(o.exprs))
             numel = product(shape)
-        outputs.append(OutputPlan(shape=shape, numel=numel, like=like, dtype_src=o.dtype_src, dtype=o.dtype))
+        outputs.append(OutputPlan(shape=shape, numel=numel, like=like, dtype_src=o.dtype_src, dtype=o.dtype,
+                                  written=o.written, count=o.count))
 
     smem: Expr = Const(0)
     if not sig.launches:  # eager_fn / aot_fn launch: no plan geometry

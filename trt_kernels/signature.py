@@ -113,8 +113,11 @@ def scalar_items(d: ScalarInput, value: Any) -> List[Any]:
 @plain_record
 class OutputSig(Frozen):
     """One output, resolved. ``kind``: ``like`` (the shape of tensor input ``tensor``), ``reduce``
-    (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``) or ``exprs`` (``exprs``,
-    size expressions over the inputs). dtype: ``dtype`` if fixed, else that of tensor input ``dtype_src``."""
+    (input ``tensor`` with ``dims`` removed, or kept as 1 with ``keepdim``), ``exprs`` (``exprs``,
+    size expressions over the inputs) or ``count`` (a size the kernel writes, :class:`~trt_kernels.spec.Written`:
+    a 0-D ``dtype`` tensor; ``exprs`` = its ``(max, opt)``). dtype: ``dtype`` if fixed, else that of tensor
+    input ``dtype_src``. ``written``: for an ``exprs`` output, the axis whose size the kernel writes (its
+    expression there is the bound) and ``count`` the index of that size's ``count`` output; -1: none."""
 
     name: str
     kind: str
@@ -124,12 +127,14 @@ class OutputSig(Frozen):
     exprs: Tuple[Expr, ...] = ()
     dtype: Optional[torch.dtype] = None
     dtype_src: Optional[int] = None
+    written: int = -1
+    count: int = -1
 
     def __init__(self, name: str, kind: str, tensor: int, dims: Tuple[int, ...] = (), keepdim: bool = False,
                  exprs: Tuple[Expr, ...] = (), dtype: Optional[torch.dtype] = None,
-                 dtype_src: Optional[int] = None) -> None:
+                 dtype_src: Optional[int] = None, written: int = -1, count: int = -1) -> None:
         self.__dict__.update(name=name, kind=kind, tensor=tensor, dims=dims, keepdim=keepdim, exprs=exprs, dtype=dtype,
-                             dtype_src=dtype_src)
+                             dtype_src=dtype_src, written=written, count=count)
 
 
 @plain_record
@@ -220,6 +225,17 @@ class Signature(Frozen):
         """Whether the declaration says what the op writes (outputs, or inputs written in place); else
         ``meta_fn`` says what it returns."""
         return bool(self.outputs) or bool(self.mutated)
+
+    @property
+    def returned(self) -> Tuple[int, ...]:
+        """The outputs the op returns (their indices in :attr:`outputs`): all but the sizes the kernel writes."""
+        return tuple(i for i, o in enumerate(self.outputs) if o.kind != "count")
+
+    @property
+    def counts(self) -> Tuple[int, ...]:
+        """The sizes the kernel writes (:class:`~trt_kernels.spec.Written`; their indices in :attr:`outputs`, after
+        the returned outputs): each a 0-D int tensor the kernel writes, a plugin's size tensor in TensorRT."""
+        return tuple(i for i, o in enumerate(self.outputs) if o.kind == "count")
 
     @property
     def mutated(self) -> Tuple[int, ...]:

@@ -49,7 +49,33 @@ class ReduceDims(Frozen):
         self.__dict__.update(input_idx=input_idx, dims=dims, keepdim=keepdim)
 
 
-ShapeRel = Union[SameAs, ReduceDims, Tuple[Union[Expr, int], ...]]
+@record
+class Written(Frozen):
+    """An output dimension the kernel decides (a data-dependent size: how many indices ``nonzero`` finds, how
+    many boxes pass a threshold), as one entry of an :class:`OutputDecl`'s tuple shape:
+    ``OutputDecl("idx", shape=(ttk.Written("count", max=ttk.Numel("x")), 2))``.
+
+    ``count``: the kernel parameter where the kernel writes the size, a pointer to one ``dtype`` (``int32``
+    or ``int64``), matched by name like every parameter (``count`` or ``count_ptr``; placed after the
+    outputs in the calling convention). Outputs that name the same ``count`` share it (boxes and their
+    scores). ``max``: the largest the size may be, a size expression of the inputs (the buffer's size:
+    eager allocates it, TensorRT sizes the output from it). ``opt``: the size TensorRT tunes for (default
+    ``max // 2``). The kernel writes the count itself, not assuming the buffer was zeroed, and writes the
+    output densely in the shape it reports (row-major, the written axis at its actual size). Eager returns
+    the outputs at their actual size, which reads the count back: a stream synchronisation per call.
+    """
+
+    count: str
+    max: Union[Expr, int]
+    opt: Optional[Union[Expr, int]] = None
+    dtype: torch.dtype = torch.int32
+
+    def __init__(self, count: str, max: Union[Expr, int], opt: Optional[Union[Expr, int]] = None,
+                 dtype: torch.dtype = torch.int32) -> None:
+        self.__dict__.update(count=count, max=max, opt=opt, dtype=dtype)
+
+
+ShapeRel = Union[SameAs, ReduceDims, Tuple[Union[Expr, int, Written], ...]]
 
 # ---------- launch geometry ----------
 
@@ -191,7 +217,8 @@ class SizeArg(Frozen):
 class OutputDecl(Frozen):
     """An output tensor; the kernel receives a ``T*``.
 
-    ``shape``: ``SameAs``, ``ReduceDims`` or a tuple of size expressions.
+    ``shape``: ``SameAs``, ``ReduceDims`` or a tuple of size expressions, one of which may be
+    :class:`Written` (a size the kernel decides).
     dtype: ``dtype`` if given (a dtype, or the name of one of the spec's ``type_params``), else
     that of input ``dtype_from``, else that of the input the shape refers to (the first tensor
     input for a tuple shape).

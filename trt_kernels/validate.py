@@ -31,6 +31,7 @@ from trt_kernels.expr import (
     NumelOf,
     Scalar,
     ScalarOf,
+    binop,
     leaves,
     lift,
     resolve,
@@ -210,6 +211,8 @@ def validate_signature(
     scalars = tuple(d for d in decls if isinstance(d, spec.ScalarInput))
     extras, extra_names, extra_ctypes = _extras(op, extras, tnames, tensors, scalars)
     outs = _outputs(op, outputs, {d.name for d in decls}, tnames, tensors, has_meta_fn, has_eager_fn, scalars, tp)
+    counts = _counts(op, outs, {d.name for d in decls} | {o.name for o in outs} | set(extra_names), has_meta_fn,
+                     has_eager_fn, tensors)
     check_sigs = _checks(op, checks, tnames, tensors)
     if any(t.mutated for t in tensors) and (has_meta_fn or has_eager_fn):
         raise fail(op, "inputs", "an input written in place (mutated=True) with meta_fn/eager_fn, whose results are "
@@ -231,11 +234,11 @@ def validate_signature(
         op_name=op_name, namespace=ns, name=name, inputs=tuple(decls), arg_kinds=tuple(kinds),
         tensor_pos=tuple(i for i, k in enumerate(kinds) if k == "tensor"), tensor_decls=tensors,
         scalar_decls=scalars, kernel_dtypes=kd,
-        outputs=tuple(_resolve_output(o, tnames, scalars, tensors, tp) for o in outs),
+        outputs=_resolve_outputs(outs, counts, tnames, scalars, tensors, tp),
         extras=tuple(_resolve(e, tnames, scalars) for e in extras), extra_labels=tuple(str(e) for e in extras),
         launches=tuple(launches), type_params=tp, checks=check_sigs, extra_names=extra_names,
         extra_ctypes=extra_ctypes if any(c != "int" for c in extra_ctypes) else (),
-        order=_param_order(op, _items(tensors, scalars, extra_names, outs), params, kernel_params, kernel_label,
+        order=_param_order(op, _items(tensors, scalars, extra_names, outs, counts), params, kernel_params, kernel_label,
                            complete=bool(outs) or any(t.mutated for t in tensors)),
     )
 
@@ -427,13 +430,14 @@ def _extras(op: str, extras, tnames, tensors, scalars=()) -> Tuple[list, Tuple[s
     return out, tuple(names), tuple(ctypes)
 
 
-def _items(tensors, scalars, extra_names, outs) -> list:
+def _items(tensors, scalars, extra_names, outs, counts=()) -> list:
     """The declared kernel parameters in the calling convention's order, as ``(name, what, count,
     may_end_in_ptr)``: a tuple scalar input is ``count`` parameters; an unnamed extra has name ""."""
     items = [(t.name, "tensor input", 1, True) for t in tensors]
     items += [(d.name, "scalar input", scalar_len(d) or 1, False) for d in scalars]
     items += [(n, f"extras[{i}]", 1, False) for i, n in enumerate(extra_names)]
     items += [(o.name, "output", 1, True) for o in outs]
+    items += [(n, "written size", 1, True) for n in counts]
     return items
 
 
@@ -661,8 +665,24 @@ def _resolve(e, names: Sequence[str], scalars: Sequence[spec.ScalarInput] = ()) 
     return resolve(lift(e), leaf)
 
 
+def _resolve_outputs(outs, counts: Sequence[str], names: Sequence[str], scalars, tensors, tp) -> Tuple[OutputSig, ...]:
+    """The declared outputs, then one ``count`` output per size the kernel writes (in ``counts``' order)."""
+    resolved = [_resolve_output(o, names, scalars, tensors, tp, counts, len(outs)) for o in outs]
+    written = {}
+    for o in outs:
+        for e in (o.shape if isinstance(o.shape, (tuple, list)) else ()):
+            if isinstance(e, spec.Written):
+                written.setdefault(e.count, e)
+    for c in counts:
+        w = written[c]
+        bound = _resolve(w.max, names, scalars)
+        opt = _resolve(w.opt, names, scalars) if w.opt is not None else binop("floordiv", bound, Const(2))
+        resolved.append(OutputSig(name=c, kind="count", tensor=0, exprs=(bound, opt), dtype=w.dtype))
+    return tuple(resolved)
+
+
 def _resolve_output(o: spec.OutputDecl, names: Sequence[str], scalars: Sequence[spec.ScalarInput] = (), tensors=(),
-                    tp: Sequence[str] = ("T",)) -> OutputSig:
+                    tp: Sequence[str] = ("T",), counts: Sequence[str] = (), first_count: int = 0) -> OutputSig:
     s = o.shape
     if isinstance(s, spec.SameAs):
         t = _index(s.input_idx, names)
@@ -671,7 +691,10 @@ def _resolve_output(o: spec.OutputDecl, names: Sequence[str], scalars: Sequence[
         t = _index(s.input_idx, names)
         out = OutputSig(name=o.name, kind="reduce", tensor=t, dims=tuple(s.dims), keepdim=s.keepdim)
     else:
-        out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=tuple(_resolve(e, names, scalars) for e in s))
+        axis = next((j for j, e in enumerate(s) if isinstance(e, spec.Written)), -1)
+        exprs = tuple(_resolve(e.max if isinstance(e, spec.Written) else e, names, scalars) for e in s)
+        out = OutputSig(name=o.name, kind="exprs", tensor=0, exprs=exprs, written=axis,
+                        count=-1 if axis < 0 else first_count + list(counts).index(s[axis].count))
     if isinstance(o.dtype, str):  # a type parameter: the dtype of the first input of that type
         return replace(out, dtype_src=next(i for i, t in enumerate(tensors) if _type_of(t, tp) == o.dtype))
     if o.dtype is not None:
@@ -827,12 +850,72 @@ def _check_shape(op: str, where: str, shape, tnames, tensors, scalars=()) -> Non
         if len(set(dims)) != len(dims):
             raise fail(op, where + ".dims", f"duplicate axes in {dims}", "list each reduced axis once")
     elif isinstance(shape, (tuple, list)):
+        written = [i for i, e in enumerate(shape) if isinstance(e, spec.Written)]
+        if len(written) > 1:
+            raise fail(op, where, f"axes {written} are each a ttk.Written size; an output has at most one size the "
+                       "kernel decides", "declare one Written axis (flatten the others into it)")
         for i, e in enumerate(shape):
+            if isinstance(e, spec.Written):
+                _check_written(op, f"{where}[{i}]", e, tnames, tensors, scalars)
+                continue
             _size_expr(op, f"{where}[{i}]", e, "use ints, ttk.Numel, ttk.DimSize and arithmetic", tnames, tensors,
                        scalars, lo=0, hi=2**63 - 1, what="an output dimension")
     else:
         raise fail(op, where, f"{shape!r} is not a shape",
                     "use ttk.SameAs(...), ttk.ReduceDims(...) or a tuple of size expressions")
+
+
+#: the dtypes of a size the kernel writes (TensorRT's size tensors are INT32 or INT64)
+COUNT_DTYPES = (torch.int32, torch.int64)
+
+
+def _check_written(op: str, where: str, w: spec.Written, tnames, tensors, scalars) -> None:
+    """A :class:`~trt_kernels.spec.Written` axis: a usable count name, bounds that are size expressions of the
+    inputs, an int32/int64 count."""
+    why = _bad_identifier(w.count)
+    if why:
+        raise fail(op, where + ".count", f"{w.count!r} {why}", "give the kernel parameter the count is written to")
+    fix = "use ints, ttk.Numel, ttk.DimSize, ttk.Scalar and arithmetic (the size's largest value, from the inputs)"
+    _size_expr(op, where + ".max", w.max, fix, tnames, tensors, scalars, lo=0, hi=2**63 - 1, what="a size bound")
+    if w.opt is not None:
+        _size_expr(op, where + ".opt", w.opt, fix, tnames, tensors, scalars, lo=0, hi=2**63 - 1,
+                   what="a size TensorRT tunes for")
+    if w.dtype not in COUNT_DTYPES:
+        raise fail(op, where + ".dtype", f"{w.dtype!r} is not a count dtype (TensorRT's size tensors are INT32 or "
+                   "INT64)", "use dtype=torch.int32 or torch.int64, as the kernel's count parameter is declared")
+
+
+def _counts(op: str, outputs, names, has_meta_fn: bool, has_eager_fn: bool, tensors) -> list:
+    """The sizes the outputs' :class:`~trt_kernels.spec.Written` axes name, in order of first use, each once:
+    ``[(name, Written)]``; outputs naming the same count must declare it alike."""
+    found: dict = {}
+    for i, o in enumerate(outputs):
+        if not isinstance(o.shape, (tuple, list)):
+            continue
+        for j, e in enumerate(o.shape):
+            if not isinstance(e, spec.Written):
+                continue
+            where = f"outputs[{i}].shape[{j}]"
+            if e.count in names:
+                raise fail(op, where + ".count", f"{e.count!r} is also the name of an input, output or extra",
+                           "give the count its own name, as the kernel's parameter has it")
+            first = found.get(e.count)
+            if first is None:
+                found[e.count] = (where, _written_key(e))
+            elif first[1] != _written_key(e):
+                raise fail(op, where, f"{e!r} names the count {e.count!r} of {first[0]} with other bounds or dtype",
+                           "declare the shared count's max, opt and dtype alike in every output")
+    if found and (has_meta_fn or has_eager_fn):
+        raise fail(op, "outputs", "a ttk.Written size with meta_fn/eager_fn, which say the outputs themselves",
+                   "drop meta_fn/eager_fn (the derived launch reads the count), or drop Written")
+    if found and any(t.mutated for t in tensors):
+        raise fail(op, "outputs", "a ttk.Written size in an op that also writes an input in place",
+                   "return the written-in-place result as an output, or split the op in two")
+    return list(found)
+
+
+def _written_key(w: spec.Written):
+    return (str(lift(w.max)), None if w.opt is None else str(lift(w.opt)), w.dtype)
 
 
 def _check_block(op: str, where: str, block, max_dims: int = 3) -> Tuple[int, ...]:

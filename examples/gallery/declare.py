@@ -709,6 +709,82 @@ def kv_cache_inputs(device, size, head_size=64, slots=512):
             _randn(slots, head_size, device=device), _randn(slots, head_size, device=device), slot_mapping)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# sizes the kernel decides: (17) nonzero by an ordered block scan, (18) a score-threshold box filter
+# ---------------------------------------------------------------------------------------------------------
+
+SCAN_THREADS = 256  # the kernels' THREADS: one block
+
+
+def nonzero_spec(arch: Optional[str] = None) -> ttk.KernelSpec:
+    return ttk.KernelSpec(
+        kernel_source=kernel_text("nonzero_scan.cu"), kernel_name="nonzero_2d",
+        inputs=[ttk.InputDecl("x", ndim=2)],
+        # as many (row, col) pairs as the kernel finds, at most one per element; it writes the count itself
+        outputs=[ttk.OutputDecl("indices", shape=(ttk.Written("num_nonzero", max=ttk.Numel("x")), 2),
+                                dtype=torch.int64)],
+        extras=[ttk.SizeArg("rows", ttk.DimSize("x", 0)), ttk.SizeArg("cols", ttk.DimSize("x", 1))],
+        geometry=ttk.Custom(grid=(1,), block=(SCAN_THREADS,)), arch_override=arch)
+
+
+def declare_nonzero(name: Optional[str] = None, arch: Optional[str] = None):
+    return ttk.cuda_kernel_op(_op_name(name, "nonzero_scan"), nonzero_spec(arch))
+
+
+def nonzero_reference(x):
+    return torch.nonzero(x)
+
+
+def nonzero_inputs(device, size, cols=37, zeros=0.5):
+    """A ``size`` x ``cols`` matrix of random values, about a ``zeros`` share of them zero."""
+    x = _randn(size, cols, device=device)
+    return (x.masked_fill(torch.rand(size, cols, device=device) < zeros, 0.0),)
+
+
+def score_filter_spec(arch: Optional[str] = None) -> ttk.KernelSpec:
+    n = ttk.DimSize("scores", 0)
+    kept = ttk.Written("num_kept", max=n, dtype=torch.int64)  # one count for both outputs
+    return ttk.KernelSpec(
+        kernel_source=kernel_text("score_filter.cu"), kernel_name="filter_boxes",
+        inputs=[ttk.InputDecl("boxes", ndim=2), ttk.InputDecl("scores", ndim=1),
+                ttk.ScalarInput("score_threshold", float)],
+        outputs=[ttk.OutputDecl("kept_boxes", shape=(kept, 4)), ttk.OutputDecl("kept_scores", shape=(kept,))],
+        extras=[ttk.SizeArg("num_boxes", n)],
+        geometry=ttk.Custom(grid=(1,), block=(SCAN_THREADS,)),
+        checks=[ttk.SameDim(("boxes", 0), ("scores", 0)), ttk.SameDim(("boxes", 1), 4)], arch_override=arch)
+
+
+def declare_score_filter(name: Optional[str] = None, arch: Optional[str] = None):
+    return ttk.cuda_kernel_op(_op_name(name, "score_filter"), score_filter_spec(arch))
+
+
+def score_filter_reference(boxes, scores, score_threshold):
+    keep = scores > score_threshold
+    return boxes[keep], scores[keep]
+
+
+def score_filter_inputs(device, size, threshold=0.5):
+    return _randn(size, 4, device=device), torch.rand(size, device=device), threshold
+
+
+#: kernels whose output sizes the kernel decides (ttk.Written): eager reads the count back and returns the outputs
+#: at their actual size; in TensorRT each count is a plugin's size tensor (docs/tensorrt.md)
+DATA_DEPENDENT: Dict[str, Kernel] = {k.name: k for k in [
+    Kernel("nonzero_scan", "nonzero_scan.cu", "nonzero_2d",
+           "torch.nonzero of a matrix by one block's ordered scan (warp shuffles); the count written at the end",
+           declare_nonzero, nonzero_reference, nonzero_inputs, tol={torch.int64: (0.0, 0.0)},
+           edges=[(1, {"cols": 1}), (1, {"cols": 1, "zeros": 1.0}), (3, {"cols": 255}), (5, {"cols": 257}),
+                  (7, {"zeros": 0.0}), (11, {"zeros": 1.0}), (0, {}), (4, {"cols": 0})],
+           spec=nonzero_spec),
+    Kernel("score_filter", "score_filter.cu", "filter_boxes",
+           "boxes above a score threshold with their scores, in order (warp ballots); an int64 count for both",
+           declare_score_filter, score_filter_reference, score_filter_inputs, tol={torch.float32: (0.0, 0.0)},
+           edges=[(1, {}), (1, {"threshold": 2.0}), (255, {}), (257, {}), (300, {"threshold": -1.0}),
+                  (513, {"threshold": 2.0}), (0, {})],
+           spec=score_filter_spec),
+]}
+
+
 @dataclass(frozen=True)
 class InPlaceKernel:
     """A gallery kernel that writes some of its inputs (``written``: their argument positions) and returns
@@ -799,6 +875,7 @@ def declare_all(arch: Optional[str] = None) -> Dict[str, Any]:
     skip = triton_missing()
     ops = {k.name: k.declare(arch=arch) for k in GALLERY.values() if not (k.triton and skip)}
     ops.update({k.name: k.declare(arch=arch) for k in IN_PLACE.values()})
+    ops.update({k.name: k.declare(arch=arch) for k in DATA_DEPENDENT.values()})
     return ops
 
 
@@ -827,7 +904,7 @@ def main() -> int:
     skipped = triton_missing()
     print(f"declared {len(ops)} gallery ops" + (f" (Triton kernels skipped: {skipped})" if skipped else ""))
     if not torch.cuda.is_available():
-        for k in [*GALLERY.values(), *IN_PLACE.values()]:
+        for k in [*GALLERY.values(), *IN_PLACE.values(), *DATA_DEPENDENT.values()]:
             if k.name in ops:
                 print(f"  {NAMESPACE}::{k.name:18s} kernels/{k.file:24s} {k.style}")
         print("examples/gallery/declare.py: not run: it launches its kernels on a CUDA GPU, and none is visible "
@@ -853,6 +930,13 @@ def main() -> int:
         ok_all &= ok
         print(f"{NAMESPACE + '::' + k.name:28s} {k.file:24s} {'float32':9s} {str(tuple(args[0].shape)):14s} "
               f"{err:12.3g}  {'yes' if ok else 'NO'} (in place)")
+    for k in DATA_DEPENDENT.values():
+        args = k.inputs("cuda", 300)
+        ok, err = check(k, ops[k.name], args)
+        ok_all &= ok
+        got = _first(ops[k.name](*args))[0].shape
+        print(f"{NAMESPACE + '::' + k.name:28s} {k.file:24s} {'float32':9s} {str(tuple(args[0].shape)):14s} "
+              f"{err:12.3g}  {'yes' if ok else 'NO'} (size {got[0]} written by the kernel)")
     return 0 if ok_all else 1
 
 

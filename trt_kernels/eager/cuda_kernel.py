@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from trt_kernels.eager.dispatcher import build_dispatcher
-from trt_kernels.errors import InputError
+from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.op import KernelOp
 
 
@@ -22,8 +22,15 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     Launchers are specialized functions from :mod:`trt_kernels.eager.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
+    if kop.sig.counts:
+        return _written_impl(kop, shell)
     if kop.varies:
         return _varying_impl(kop, shell)
+    return _plain_impl(kop, shell, definition)
+
+
+def _plain_impl(kop: KernelOp, shell=None, definition=None):
+    """:func:`make_cuda_impl` of an op with one launch config: every output returned as allocated."""
     tpos = kop.sig.tensor_pos
     entries: Dict[Tuple, Any] = {}
     lock = threading.Lock()
@@ -72,6 +79,58 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     return impl
 
 
+def _written_impl(kop: KernelOp, shell=None):
+    """The eager CUDA kernel of an op whose kernel writes sizes (:class:`~trt_kernels.spec.Written`): the op's
+    launch (every output allocated at its bound, each count a 0-D tensor), then each count read back (one
+    stream synchronisation for all of them) and checked against its bound, and the outputs returned at their
+    actual sizes: the first ``numel`` elements of each buffer, the kernel having written it densely in the
+    shape it reports (as TensorRT reads a data-dependent output)."""
+    from trt_kernels.eager.dispatcher import retarget
+
+    inner = _varying_impl(kop) if kop.varies else _plain_impl(kop)
+    sig = kop.sig
+    returned, counts = sig.returned, sig.counts
+    written = [(i, sig.outputs[i].written, sig.outputs[i].count) for i in returned if sig.outputs[i].written >= 0]
+    single = len(returned) == 1
+
+    def impl(*args):
+        outs = inner(*args)
+        bounds = {c: 0 for c in counts}
+        for i, axis, c in written:
+            bounds[c] = max(bounds[c], outs[i].shape[axis])
+        live = [c for c in counts if bounds[c]]  # a size bounded by 0 is 0: nothing to read
+        got = dict.fromkeys(counts, 0)
+        if live:
+            values = (outs[live[0]].view(1) if len(live) == 1
+                      else torch.stack([outs[c].to(torch.int64) for c in live])).tolist()  # the synchronisation
+            got.update(zip(live, values))
+        for c in live:
+            if not 0 <= got[c] <= bounds[c]:
+                raise LaunchError(
+                    f"{kop.op_name}: the kernel wrote {sig.outputs[c].name} = {got[c]}, outside [0, {bounds[c]}] "
+                    "(the declared ttk.Written max at these input sizes); a count above the bound means it wrote "
+                    "past its output buffers. Fix: the kernel must write the count on every call (the buffer is not "
+                    "zeroed) and never exceed max")
+        res = []
+        for i in returned:
+            o, out = sig.outputs[i], outs[i]
+            if o.written >= 0:
+                shape = list(out.shape)
+                shape[o.written] = got[o.count]
+                n = 1
+                for d in shape:
+                    n *= d
+                out = out.view(-1)[:n].view(shape)
+            res.append(out)
+        return res[0] if single else tuple(res)
+
+    impl.__name__ = f"{kop.name}_cuda"
+    if shell is not None:
+        retarget(shell, {"eager": impl}, f"<trt_kernels written sizes {kop.op_name}>")
+        return shell
+    return impl
+
+
 #: op name -> {autotune key: the tactic chosen (0-based)}: this process's choices (the disk keeps them too)
 _CHOICES: Dict[str, Dict[Tuple, int]] = {}
 
@@ -101,7 +160,7 @@ def _varying_impl(kop: KernelOp, shell=None):
         f = impls.get(id(v))
         if f is None:
             with lock:
-                f = impls.setdefault(id(v), make_cuda_impl(v))
+                f = impls.setdefault(id(v), _plain_impl(v))  # (a variant's config is fixed)
         return f
 
     def impl(*args):
@@ -300,8 +359,13 @@ def launch_into(kop: KernelOp, args: Sequence[Any], outs: Sequence[torch.Tensor]
                      [d.name for d in kop.sig.scalar_decls])
     grid = list(sizes.grid)
     if not all(grid):
-        if any(o.numel() for o in outs):
+        if any(o.numel() for o, p in zip(outs, plan.outputs) if not p.bounds):
             raise unwritten_error(kop.op_name, grid)
+        counts = [o for o, p in zip(outs, plan.outputs) if p.bounds]
+        if counts:  # every output the sizes bound is empty: each size is 0, written here since no kernel runs
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=tensors[0].device)):
+                for c in counts:
+                    c.zero_()
         return
     arch = kop.device_arch(dev)
     recipe = kop.recipe(kdt, ranks, tactic, arch)

@@ -543,8 +543,9 @@ def launcher_parts(kop, recipe: LaunchRecipe, kernel, *, launch=None, stream=Non
         f"            {P}relaunch(err, dev, gx, gy, gz, {smem_src}, b[1])",
     ]
     outs = [f"o{i}" for i in range(len(plan.outputs))]
-    if outs:
-        body += ["    elif " + " or ".join(f"{o}.numel()" for o in outs) + ":", f"        {P}unwritten(gx, gy, gz)"]
+    data = [f"o{i}" for i, o in enumerate(plan.outputs) if not o.bounds]  # (a count: the caller's, see cuda_kernel)
+    if data:
+        body += ["    elif " + " or ".join(f"{o}.numel()" for o in data) + ":", f"        {P}unwritten(gx, gy, gz)"]
     body.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)})" if outs
                 else "    return None")
     return Launcher(body, ns, pack, P)

@@ -115,6 +115,8 @@ def eligible(kop) -> Optional[str]:
         return "a call computes its launch config (constexprs from sizes, heuristics or an autotuner)"
     if kop.sig.mutated or not kop.sig.outputs:
         return "it writes an input in place"
+    if kop.sig.counts:
+        return "its kernel writes output sizes (ttk.Written), read back and applied in Python"
     return None
 
 

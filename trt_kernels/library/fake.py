@@ -25,8 +25,9 @@ def checked_meta_fn(kop: KernelOp):
 
 def make_fake_impl(kop: KernelOp):
     tpos = kop.sig.tensor_pos
-    single = len(kop.sig.outputs) == 1
-    none = not kop.sig.outputs  # an op that writes its inputs in place and returns nothing
+    returned = kop.sig.returned
+    single = len(returned) == 1
+    none = not returned  # an op that writes its inputs in place and returns nothing
     snames = [d.name for d in kop.sig.scalar_decls]
 
     def fake(*args):
@@ -50,13 +51,35 @@ def make_fake_impl(kop: KernelOp):
             except ZeroDivisionError:
                 raise InputError(f"{kop.op_name}: an output size expression divides by zero at input sizes "
                                  f"{shapes}. Fix: pass inputs whose sizes keep the divisor non-zero") from None
-        outs = []
-        for shape, dt in zip(out_shapes, kop.sig.out_dtypes([t.dtype for t in ts])):
-            outs.append(ts[0].new_empty(shape, dtype=dt))
+        if kop.sig.counts:
+            out_shapes = _written_shapes(plan, out_shapes)
+        dts = kop.sig.out_dtypes([t.dtype for t in ts])
+        outs = [ts[0].new_empty(out_shapes[i], dtype=dts[i]) for i in returned]
         return None if none else outs[0] if single else tuple(outs)
 
     fake.__name__ = f"{kop.name}_fake"
     return fake
+
+
+def _written_shapes(plan, out_shapes):
+    """The output shapes with each size the kernel writes (:class:`~trt_kernels.spec.Written`) as a new unbacked
+    SymInt in ``[0, bound]``, one per count (outputs that share a count share it): what ``torch.export`` and
+    ``torch.compile(fullgraph=True)`` trace."""
+    ctx = torch.library.get_ctx()
+    sizes = {}
+    shapes = [list(s) for s in out_shapes]
+    for o, shape in zip(plan.outputs, shapes):
+        if o.written < 0:
+            continue
+        bound = shape[o.written]
+        n = sizes.get(o.count)
+        if n is None:
+            # new_dynamic_size takes plain ints; a symbolic bound is told to the shape env by torch._check
+            n = sizes[o.count] = ctx.new_dynamic_size(min=0, max=bound if type(bound) is int else None)
+            if type(bound) is not int:
+                torch._check(n <= bound)
+        shape[o.written] = n
+    return shapes
 
 
 def _meta_args(args) -> str:

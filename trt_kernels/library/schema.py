@@ -21,7 +21,7 @@ def build_schema(kop: KernelOp) -> str:
     args = [(f"Tensor({next(alias)}!) {d.name}" if d.mutated else f"Tensor {d.name}") if kind == "tensor"
             else f"{scalar_type_name(d)} {d.name}" + _default_text(d)
             for d, kind in zip(kop.sig.inputs, kop.sig.arg_kinds)]
-    n = len(kop.sig.outputs)
+    n = len(kop.sig.returned)
     ret = "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
     return "(" + ", ".join(args) + ") -> " + ret
 
@@ -113,8 +113,8 @@ def check_schema(kop: KernelOp) -> None:
                       "give defaults to trailing arguments only")
     if kop.sig.has_outputs:
         rets = [str(r.type) for r in parsed.returns]
-        if rets != ["Tensor"] * len(kop.sig.outputs):
-            raise bad("returns", f"returns ({', '.join(rets)}) but the spec declares {len(kop.sig.outputs)} "
+        if rets != ["Tensor"] * len(kop.sig.returned):
+            raise bad("returns", f"returns ({', '.join(rets)}) but the spec declares {len(kop.sig.returned)} "
                       "output tensor(s)", "return one Tensor per declared output")
     kop.defaults = tuple(defaults)
 
