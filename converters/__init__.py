@@ -117,7 +117,9 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
             aot = False
     layer = ctx.net.add_plugin(plugin_op(*itensors, **fields), aot=aot)
     layer.name = name
-    n_out = layer.num_outputs
+    # the op's results: every plugin output but the size tensors of the sizes the kernel writes (the plugin's
+    # last outputs; TensorRT keeps them as they shape the outputs that follow)
+    n_out = layer.num_outputs - len(kop.sig.counts)
     outs = [layer.get_output(i) for i in range(n_out)]
     return outs[0] if n_out == 1 else tuple(outs)
 
@@ -171,6 +173,8 @@ def register_converter(kop, attr_field: Callable) -> None:
     plugin_op = getattr(getattr(trtp.op, kop.namespace), kop.name)
     opts = {k: v for k, v in kop.options.items() if v is not None}
     opts.setdefault("supports_dynamic_shapes", kop.supports_dynamic_shapes)
+    if kop.sig.counts:  # a size the kernel writes: the engine runs with Torch-TensorRT's output allocator
+        opts["requires_output_allocator"] = True
     overload = kop.overload
 
     op_name = kop.op_name

@@ -25,12 +25,12 @@ Extra arguments are all ``trtp.SymInt32`` (``tensorrt.plugin``'s build step reje
 
 import inspect
 import struct
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
-from trt_kernels.dtypes import INT_RANGES, c_scalar_text, trt_name
+from trt_kernels.dtypes import INT_RANGES, TENSOR_TYPES, c_scalar_text, trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Const, SizesEvaluator, binop, evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
@@ -135,15 +135,27 @@ class _DeviceArray:
         self.__cuda_array_interface__ = desc
 
 
-def device_tensor(t, trt) -> torch.Tensor:
+def device_tensor(t, trt, shape: Optional[Sequence[int]] = None) -> torch.Tensor:
     """A torch view of a ``tensorrt.plugin`` Tensor's device memory (JIT ``impl``). A bfloat16 tensor has
     no CUDA array interface (NVIDIA's Tensor refuses: the interface has no type code for it), so its
-    bytes are viewed as int16 and reinterpreted; the launch itself is on TensorRT's stream."""
-    if t.dtype != trt.DataType.BF16:
+    bytes are viewed as int16 and reinterpreted; the launch itself is on TensorRT's stream. ``shape``: view
+    the memory as this contiguous shape instead (a data-dependent output, whose shape holds -1 where the
+    kernel decides the size: its buffer holds the bound)."""
+    if t.dtype != trt.DataType.BF16 and shape is None:
         return torch.as_tensor(t, device="cuda")
-    desc = {"shape": tuple(int(d) for d in t.shape), "typestr": "<i2", "data": (int(t.data_ptr), False),
-            "strides": tuple(2 * int(s) for s in t.strides), "version": 3, "stream": None}
-    return torch.as_tensor(_DeviceArray(desc), device="cuda").view(torch.bfloat16)
+    dtype = torch_dtype(trt, t.dtype)
+    kind = TENSOR_TYPES[dtype]
+    if shape is None:
+        dims, strides = tuple(int(d) for d in t.shape), tuple(int(s) for s in t.strides)
+    else:
+        dims = tuple(int(d) for d in shape)
+        strides = torch.empty(dims, device="meta").stride()
+    item = torch.empty((), dtype=dtype, device="meta").element_size()
+    desc = {"shape": dims, "typestr": kind.typestr, "data": (int(t.data_ptr), False),
+            "strides": tuple(item * s for s in strides), "version": 3, "stream": None}
+    out = torch.as_tensor(_DeviceArray(desc), device="cuda")
+    return out if kind.view is dtype else out.view(dtype)
+
 
 class PluginBuilder:
     """The four plugin functions of one op, against a given ``tensorrt`` / ``tensorrt.plugin``."""
@@ -247,16 +259,35 @@ class PluginBuilder:
 
     def output_shapes(self, inputs, scalars=()) -> List[Tuple[Any, torch.dtype, Any]]:
         """``(shape expressions or None for 'like input k', dtype, like)`` per output; ``scalars``: the
-        attributes' values, constants in the shape expressions that read them."""
+        attributes' values, constants in the shape expressions that read them. A size the kernel writes
+        (:class:`~trt_kernels.spec.Written`) is a ``trtp.size_tensor`` output (its shape: the size tensor),
+        and its expression the written axis of each output it sizes."""
         ranks = tuple(len(d.shape_expr) for d in inputs)
         kdt = self._kernel_dtype(inputs)
         ev = TrtEvaluator(self.trtp, inputs, scalars)
         if self.kop.sig.has_outputs:
             plan = self.kop.plan(ranks)
             dts = self.kop.sig.io_dtypes(kdt)[len(inputs):]
-            return [(None if o.like is not None else [evaluate(e, ev) for e in o.shape], dt, o.like)
-                    for o, dt in zip(plan.outputs, dts)]
+            sizes = {}
+            for i, (o, dt) in enumerate(zip(plan.outputs, dts)):
+                if o.bounds:  # TensorRT: the size's autotune value and upper bound, expressions of the inputs
+                    upper, opt = (self._shape_expr(evaluate(e, ev)) for e in o.bounds)
+                    sizes[i] = self.trtp.size_tensor(opt, upper)
+                    sizes[i].dtype = trt_dtype(self.trt, dt)
+            out = []
+            for i, (o, dt) in enumerate(zip(plan.outputs, dts)):
+                if i in sizes:
+                    out.append((sizes[i], dt, None))
+                    continue
+                shape = None if o.like is not None else [evaluate(e, ev) for e in o.shape]
+                if o.written >= 0:
+                    shape[o.written] = sizes[o.count].expr()
+                out.append((shape, dt, o.like))
+            return out
         return [([evaluate(e, ev) for e in m.shape], m.dtype, None) for m in self.kop.meta_outputs(ranks)]
+
+    def _shape_expr(self, v):
+        return self.trtp.ShapeExpr(v) if isinstance(v, int) else v
 
     # ----- the four functions -----
     def descriptor(self):
@@ -267,6 +298,9 @@ class PluginBuilder:
             inputs = [a[n] for n in self.tensor_names]
             outs = []
             for shape, dt, like in self.output_shapes(inputs, self.scalars(a)):
+                if getattr(shape, "is_size_tensor", False):  # a trtp.size_tensor: an output of its own
+                    outs.append(shape)
+                    continue
                 desc = inputs[like if like is not None else 0].like()
                 if shape is not None:
                     se = trtp.ShapeExprs(len(shape))
@@ -365,7 +399,9 @@ class PluginBuilder:
 
             kop = self.kop
             stream = int(a["stream"])
-            outs = [device_tensor(o, self.trt) for o in a["outputs"]]
+            # an output whose size the kernel writes comes with -1 there: its buffer holds the bound's shape
+            bounds = self.bound_shapes(a) if kop.sig.counts else {}
+            outs = [device_tensor(o, self.trt, bounds.get(i)) for i, o in enumerate(a["outputs"])]
             fresh = len(outs) - len(self.mutated)
             # an input written in place runs in its output's buffer, holding a copy of the input (TensorRT's
             # plugin inputs are read-only)
@@ -388,6 +424,18 @@ class PluginBuilder:
             launch_into(kop, args, outs[:fresh], stream, tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)
+
+    def bound_shapes(self, a: Dict[str, Any]) -> Dict[int, Tuple[int, ...]]:
+        """``{output index: shape at the bound}`` of each output whose size the kernel writes, at the JIT
+        impl's input shapes and attributes (``a``)."""
+        from trt_kernels.plan import concrete
+
+        sig = self.kop.sig
+        shapes = [tuple(int(d) for d in a[n].shape) for n in self.tensor_names]
+        scalars = self.scalars(a)
+        sizes = concrete(self.kop.plan(tuple(len(s) for s in shapes)), shapes, sig.tensor_names, scalars,
+                         [d.name for d in self.scalar_decls])
+        return {i: sizes.outputs[i] for i, o in enumerate(sig.outputs) if o.written >= 0}
 
     def autotune(self):
         trtp = self.trtp

@@ -194,12 +194,25 @@ def _make_classes(trt):
             ev = ExprBuilderEvaluator(trt, expr_builder, inputs)
             ev.scalars = [self.scalars[d.name] for d in kop.sig.scalar_decls]  # constants in the shapes
             out = []
-            for o in (kop.plan(ranks).outputs if kop.sig.has_outputs else kop.meta_outputs(ranks)):
-                if getattr(o, "like", None) is not None:
+            outs = kop.plan(ranks).outputs if kop.sig.has_outputs else kop.meta_outputs(ranks)
+
+            def dim(v):
+                return expr_builder.constant(v) if isinstance(v, int) else v
+
+            # a size the kernel writes: a 0-D size-tensor output (IExprBuilder::declareSizeTensor with its
+            # autotune value and upper bound), whose expression is the written axis of each output it sizes
+            sizes = {i: expr_builder.declare_size_tensor(i, *(dim(evaluate(e, ev)) for e in o.bounds[::-1]))
+                     for i, o in enumerate(outs) if getattr(o, "bounds", ())}
+            for i, o in enumerate(outs):
+                if i in sizes:
+                    out.append(trt.DimsExprs())
+                elif getattr(o, "like", None) is not None:
                     out.append(trt.DimsExprs(inputs[o.like]))
                 else:
-                    exprs = [evaluate(e, ev) for e in o.shape]
-                    out.append(trt.DimsExprs([expr_builder.constant(v) if isinstance(v, int) else v for v in exprs]))
+                    exprs = [dim(evaluate(e, ev)) for e in o.shape]
+                    if getattr(o, "written", -1) >= 0:
+                        exprs[o.written] = sizes[o.count]
+                    out.append(trt.DimsExprs(exprs))
             self.calls.append(("get_output_shapes", ranks))
             return out
 
@@ -252,7 +265,16 @@ def _make_classes(trt):
             tensors = iter(_device_tensor(trt, d, p) for d, p in zip(input_desc, inputs))
             args = [next(tensors) if k == "tensor" else scalar_value(self.op_name, s, self.scalars[s.name])
                     for k, s in zip(kop.sig.arg_kinds, kop.sig.inputs)]
-            outs = [_device_tensor(trt, d, p) for d, p in zip(output_desc, outputs)]
+            bounds = {}
+            if kop.sig.counts:  # an output whose size the kernel writes: its buffer holds the bound's shape
+                from trt_kernels.plan import concrete
+
+                shapes = [tuple(int(x) for x in d.dims) for d in input_desc]
+                sizes = concrete(kop.plan(tuple(len(x) for x in shapes)), shapes, kop.sig.tensor_names,
+                                 [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"],
+                                 [d.name for d in kop.sig.scalar_decls])
+                bounds = {i: sizes.outputs[i] for i, o in enumerate(kop.sig.outputs) if o.written >= 0}
+            outs = [_device_tensor(trt, d, p, bounds.get(i)) for i, (d, p) in enumerate(zip(output_desc, outputs))]
             launch_into(kop, args, outs, int(stream), tactic=self.tactic)
 
     class KernelPluginCreator(trt.IPluginCreatorV3One):
@@ -303,11 +325,11 @@ class _DeviceArray:
 
 
 
-def _device_tensor(trt, desc, ptr) -> torch.Tensor:
-    """A torch view of a TensorRT binding (no copy)."""
+def _device_tensor(trt, desc, ptr, shape=None) -> torch.Tensor:
+    """A torch view of a TensorRT binding (no copy); ``shape``: view it as this shape instead of its own."""
     dt = torch_dtype(trt, desc.type)
     typestr, got = TENSOR_TYPES[dt].typestr, TENSOR_TYPES[dt].view
-    t = torch.as_tensor(_DeviceArray(ptr, tuple(desc.dims), typestr), device="cuda")
+    t = torch.as_tensor(_DeviceArray(ptr, tuple(desc.dims) if shape is None else tuple(shape), typestr), device="cuda")
     return t if got is dt else t.view(dt)
 
 

@@ -11,7 +11,8 @@ Torch-TensorRT route):
   ``opset_import``). The parser picks the importer by ``op_type`` alone and ignores the domain; the
   domain is the op namespace so that ONNX tools see ``(domain, op_type)`` as torch's ``ns::name``.
 - inputs: the op's tensor arguments in declaration order (scalars removed); outputs: the op's
-  outputs in declaration order.
+  outputs in declaration order, then each size the kernel writes (``ttk.Written``: the plugin's size
+  tensors, unused in the graph).
 - attributes: each scalar argument under its own name (``float`` -> ``FLOAT``, ``int`` -> ``INT``
   within int32, whatever its C type, ``bool`` -> ``INT`` 0/1: the parser turns them into ``kFLOAT32`` / ``kINT32``
   plugin fields), plus ``plugin_namespace = ns`` and ``plugin_version = "2"``, which the parser
@@ -276,7 +277,13 @@ def _translation(kop: KernelOp, node_op) -> Callable:
         values = bound.arguments
         tensors = [values[d.name] for d in sig.tensor_decls]
         attributes = {s.name: _attribute(kop, s, values[s.name]) for s in sig.scalar_decls}
-        return node_op(*tensors, **attributes, plugin_namespace=kop.namespace, plugin_version=PLUGIN_VERSION)
+        out = node_op(*tensors, **attributes, plugin_namespace=kop.namespace, plugin_version=PLUGIN_VERSION)
+        if not sig.counts:
+            return out
+        # the node's last outputs are the sizes the kernel writes (the plugin's size tensors), which the op does not
+        # return: the graph leaves them unused
+        kept = list(out)[:len(sig.returned)]
+        return kept[0] if len(kept) == 1 else tuple(kept)
 
     translate.__signature__ = signature  # type: ignore[attr-defined]
     translate.__annotations__ = annotations
