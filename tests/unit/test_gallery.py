@@ -91,7 +91,8 @@ needs_triton = pytest.mark.skipif(TRITON_MISSING is not None, reason=f"Triton ke
 
 def test_the_gallery_lists_every_kernel_file_once():
     files = sorted(p.name for p in (GALLERY_DIR / "kernels").iterdir() if p.suffix in (".cu", ".py"))
-    assert sorted(k.file for k in [*gallery.GALLERY.values(), *gallery.IN_PLACE.values()]) == files
+    assert sorted(k.file for k in [*gallery.GALLERY.values(), *gallery.IN_PLACE.values(),
+                                   *gallery.DATA_DEPENDENT.values()]) == files
     assert len(gallery.CUDA_KERNELS) >= 9 and len(gallery.TRITON_KERNELS) >= 5
     assert set(EXPECTED_ROLES) == set(gallery.GALLERY) and set(JIT_PLUGIN) <= set(gallery.GALLERY)
 
@@ -508,7 +509,8 @@ def test_the_script_declares_every_kernel_then_says_it_needs_a_gpu():
                        timeout=900, env=env, cwd=ROOT)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-4000:]
     assert "examples/gallery/declare.py: not run: it launches its kernels on a CUDA GPU" in r.stderr
-    n = len(gallery.GALLERY) + len(gallery.IN_PLACE) - (len(gallery.TRITON_KERNELS) if TRITON_MISSING else 0)
+    n = len(gallery.GALLERY) + len(gallery.IN_PLACE) + len(gallery.DATA_DEPENDENT) - (
+        len(gallery.TRITON_KERNELS) if TRITON_MISSING else 0)
     assert f"declared {n} gallery ops" in r.stdout, r.stdout
 
 
@@ -519,7 +521,7 @@ def test_the_command_line_sees_every_gallery_op():
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     listed = re.findall(r"^gallery::(\w+)\(", r.stdout, flags=re.M)
     assert listed == [k.name for k in gallery.GALLERY.values() if not (k.triton and TRITON_MISSING)] + list(
-        gallery.IN_PLACE), r.stdout
+        gallery.IN_PLACE) + list(gallery.DATA_DEPENDENT), r.stdout
 
 
 # ---------------- kernels that write their inputs in place ----------------
@@ -560,3 +562,51 @@ def test_an_in_place_reference_runs_on_cpu_and_export_traces_the_op(kernel):
 
     ep = torch.export.export(Step(), tuple(a for a in args if isinstance(a, torch.Tensor)))
     assert op.default._schema.name.split("::")[1] in str(ep.graph)
+
+
+# ---------------- kernels that decide their output sizes (ttk.Written) ----------------
+
+DATA_DEPENDENT = [pytest.param(k, id=k.name) for k in gallery.DATA_DEPENDENT.values()]
+
+
+@pytest.mark.parametrize("kernel", DATA_DEPENDENT)
+def test_a_data_dependent_kernel_declares_as_written(kernel):
+    name = unique("gallery_written")
+    op = kernel.declare(name=name, arch="sm_90")
+    kop = registry.lookup(name)
+    assert kop.source.text.endswith(gallery.kernel_text(kernel.file))  # the file, unedited
+    sig = kop.sig
+    assert len(sig.counts) == 1  # returned: the reference's outputs, not the count
+    assert len(op.default._schema.returns) == len(gallery._first(kernel.reference(*kernel.inputs("cpu", 5))))
+    names = {"input": lambda q: sig.tensor_names[q.index], "scalar": lambda q: sig.scalar_decls[q.index].name,
+             "extra": lambda q: sig.extra_names[q.index], "output": lambda q: sig.outputs[q.index].name}
+    assert kernel_param_names(gallery.kernel_text(kernel.file), kernel.kernel_name) == [
+        names[q.role](q) for q in sig.params(torch.float32)]  # the count too, matched by name
+    kop.image(torch.float32)  # NVRTC compiles it for sm_90 here
+    assert kop.aot.aot, kop.aot.why  # one kernel writing its own count: an AOT plugin
+
+
+@pytest.mark.parametrize("kernel", DATA_DEPENDENT)
+def test_a_data_dependent_reference_runs_on_cpu_and_export_bounds_its_size(kernel):
+    from trt_kernels.plan import concrete
+
+    name = unique("gallery_written")
+    op = kernel.declare(name=name, arch="sm_90")
+    sig = registry.lookup(name).sig
+    for size, kw in [(37, {}), *kernel.edges]:  # the declared shapes hold the reference's, the size within its max
+        args = kernel.inputs("cpu", size, **kw)
+        ts = [a for a in args if isinstance(a, torch.Tensor)]
+        bound = concrete(registry.lookup(name).plan(tuple(t.dim() for t in ts)), [tuple(t.shape) for t in ts],
+                         sig.tensor_names, [a for a in args if not isinstance(a, torch.Tensor)],
+                         [d.name for d in sig.scalar_decls]).outputs
+        for i, w in zip(sig.returned, gallery._first(kernel.reference(*args))):
+            axis = sig.outputs[i].written
+            assert w.dim() == len(bound[i]) and w.shape[axis] <= bound[i][axis]
+            assert [d for j, d in enumerate(w.shape) if j != axis] == [d for j, d in enumerate(bound[i]) if j != axis]
+    args = kernel.inputs("cpu", 37)
+    mod = gallery.one_op_module(op, args)
+    tensors = tuple(a for a in args if isinstance(a, torch.Tensor))
+    ep = torch.export.export(mod, tensors, dynamic_shapes=tuple({0: torch.export.Dim("n")} for _ in tensors))
+    sizes = [r for s, r in ep.range_constraints.items() if str(s).startswith("u")]
+    assert len(sizes) == 1 and sizes[0].lower == 0  # one unbacked size, its bound checked at run time
+    assert "_assert_scalar" in ep.graph_module.code

@@ -87,7 +87,16 @@ def _written_impl(kop: KernelOp, shell=None):
     shape it reports (as TensorRT reads a data-dependent output)."""
     from trt_kernels.eager.dispatcher import retarget
 
-    inner = _varying_impl(kop) if kop.varies else _plain_impl(kop)
+    impl = written_sizes(kop, _varying_impl(kop) if kop.varies else _plain_impl(kop))
+    if shell is not None:
+        retarget(shell, {"eager": impl}, f"<trt_kernels written sizes {kop.op_name}>")
+        return shell
+    return impl
+
+
+def written_sizes(kop: KernelOp, inner):
+    """The op's results from ``inner`` (its launch, returning every output as allocated: each at its bound, each
+    count a 0-D tensor): each output at the size its count holds. See :func:`_written_impl`."""
     sig = kop.sig
     returned, counts = sig.returned, sig.counts
     written = [(i, sig.outputs[i].written, sig.outputs[i].count) for i in returned if sig.outputs[i].written >= 0]
@@ -125,9 +134,6 @@ def _written_impl(kop: KernelOp, shell=None):
         return res[0] if single else tuple(res)
 
     impl.__name__ = f"{kop.name}_cuda"
-    if shell is not None:
-        retarget(shell, {"eager": impl}, f"<trt_kernels written sizes {kop.op_name}>")
-        return shell
     return impl
 
 
