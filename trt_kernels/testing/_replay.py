@@ -25,6 +25,7 @@ copies of the inputs; the replay also checks the plugin left its inputs as they 
 inputs are read-only).
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -121,6 +122,29 @@ def _poisoned(shape, dtype, device):
     return torch.full(shape, fill, dtype=dtype, device=device)
 
 
+def _written(kop, outs: List[torch.Tensor]) -> List[torch.Tensor]:
+    """The plugin's outputs as the op returns them: for an op whose kernel writes sizes (``ttk.Written``), each data
+    output at the size its count (a size tensor, among the plugin's last outputs) holds, read as TensorRT reads a
+    data-dependent output (the buffer's first elements, row-major), and the size tensors left out; a count outside
+    ``[0, bound]`` (a never-written one reads -1, the poison) raises."""
+    sig = kop.sig
+    if not sig.counts:
+        return outs
+    got = []
+    for i in sig.returned:
+        o, out = sig.outputs[i], outs[i]
+        if o.written >= 0:
+            n = int(outs[o.count].item())
+            if not 0 <= n <= out.shape[o.written]:
+                raise RuntimeError(f"{kop.op_name}: the plugin wrote {sig.outputs[o.count].name} = {n}, outside [0, "
+                                   f"{out.shape[o.written]}] (-1: never written)")
+            shape = list(out.shape)
+            shape[o.written] = n
+            out = out.reshape(-1)[:math.prod(shape)].view(shape)
+        got.append(out)
+    return got
+
+
 def aot_replay(op, *args, tactic: Optional[int] = None,
                on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
     """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
@@ -164,7 +188,10 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
         eager_args = [next(it) if k == "tensor" else a for a, k in zip(kop.with_defaults(tuple(args)),
                                                                         kop.sig.arg_kinds)]
         launch_into(kop, eager_args, eager, torch.cuda.current_stream(dev).cuda_stream, tactic=res.tactic, key=key)
+        torch.cuda.synchronize(dev)
+        eager = _written(kop, eager)
     torch.cuda.synchronize(dev)
+    outs = _written(kop, outs)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,
                         launched=launched)
@@ -186,6 +213,7 @@ def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) ->
         res.enqueue([t.data_ptr() for t in tensors], [o.data_ptr() for o in outs],
                     torch.cuda.current_stream(dev).cuda_stream)
     torch.cuda.synchronize(dev)
+    outs = _written(kop, outs)
     for name, t, b in zip(kop.sig.tensor_names, tensors, before):
         if not torch.equal(_bits(t), _bits(b)):
             raise RuntimeError(f"{kop.op_name}: the JIT plugin wrote its input {name!r}, which TensorRT passes "

@@ -151,8 +151,15 @@ class BuildResult:
         if self.is_aot:
             raise TypeError("AOT plugins have no Python enqueue; TensorRT launches the PTX itself")
         types = [t for t, _ in self.combinations[self.chosen_combination]]
-        self._native._engine.run_jit(self.plugin, self.input_shapes, self.output_shapes, types, input_ptrs,
+        self._native._engine.run_jit(self.plugin, self.input_shapes, self.enqueue_output_shapes, types, input_ptrs,
                                      output_ptrs, stream)
+
+    @property
+    def enqueue_output_shapes(self) -> List[Tuple[int, ...]]:
+        """The output shapes a JIT ``enqueue`` is given: -1 in a data-dependent axis (a size tensor's, known once
+        the plugin has written it), the others as :attr:`output_shapes`."""
+        return [tuple(-1 if e._size_tensors() else v for e, v in zip(ex, shape))
+                for ex, shape in zip(self.output_shape_exprs, self.output_shapes)]
 
     def problems(self, shapes: Optional[Sequence[Sequence[int]]] = None) -> List[str]:
         """CUDA launch-limit and argument-range violations at the given (or the build's) shapes."""
@@ -293,7 +300,8 @@ class Standin:
             input_shapes=[tuple(int(s) for s in shape) for _, shape in inputs],
             input_dim_exprs=[list(e) for e in live["in_exprs"]], output_dtypes=list(live["out_types"]),
             output_shape_exprs=live["out_exprs"],
-            output_shapes=[tuple(e._evaluate(bindings) for e in ex) for ex in live["out_exprs"]],
+            # a data-dependent axis (a size tensor's) at its upper bound: the buffer TensorRT allocates
+            output_shapes=[tuple(e._evaluate(bindings, "upper") for e in ex) for ex in live["out_exprs"]],
             combinations=live["combinations"], chosen_combination=live["chosen"], tactics=live["tactics"],
             tactic=live["tactic"], bindings=bindings, engine=native._format.encode(plan),
             skipped_tactics=dict(live["skipped"]), _native=native)

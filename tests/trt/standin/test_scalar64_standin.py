@@ -164,7 +164,7 @@ def test_the_jit_impl_takes_the_exact_value(env, monkeypatch):
 
     seen = []
     monkeypatch.setattr(cuda_kernel, "launch_into", lambda kop_, args, outs, stream, tactic=1: seen.append(args))
-    monkeypatch.setattr(qdp, "device_tensor", lambda t, trt: t)
+    monkeypatch.setattr(qdp, "device_tensor", lambda t, trt, shape=None: t)
     impl = qdp.PluginBuilder(kop, env.trt, env.trtp).impl()
     fields = {d.name: attr_field(d, v) for d, v in zip(kop.sig.scalar_decls, (-BIG, 2**64 - 2, 4))}
     impl(torch.zeros(3), **fields, outputs=(torch.zeros(3),), stream=0, tactic=1)

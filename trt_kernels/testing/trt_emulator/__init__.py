@@ -26,7 +26,7 @@ Names beginning with ``_`` are the emulator's own.
 from . import _version
 from ._builder import Builder, IBuilderConfig, IHostMemory, IOptimizationProfile, ITimingCache  # noqa: F401
 from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder  # noqa: F401
-from ._engine import ICudaEngine, IExecutionContext, Runtime  # noqa: F401
+from ._engine import ICudaEngine, IExecutionContext, IOutputAllocator, Runtime  # noqa: F401
 from ._enums import ALL as _ENUMS
 from ._enums import DataType
 from ._layers import CLASSES as _LAYERS
@@ -62,13 +62,6 @@ if _version.PROFILE == "10.15":
 
         def __init__(self, *args, **kwargs):
             pass
-
-
-class IOutputAllocator:
-    """Interface users subclass (``reallocate_output_async``, ``notify_shape``)."""
-
-    def __init__(self, *args, **kwargs):
-        pass
 
 
 class IProgressMonitor:

@@ -24,6 +24,12 @@ tactics; without a GPU (or with ``timing=False``) the first runnable one is kept
 ``force_tactic`` in ``trt_kernels.testing`` pins one. The plan records the emulated TensorRT
 version and the build device's compute capability. A failed build returns ``None`` and reports
 the reason through the logger, as TensorRT does.
+
+A plugin's size tensors (data-dependent extents, ``IExprBuilder.declare_size_tensor``) are checked as
+TensorRT checks them (``_Build._size_tensors``: a 0-D INT32/INT64 output of the plugin, bounds free of
+size tensors) and tied to the output holding them; the plan stores each such extent with its upper
+bound and opt (``_dims``), and the plugin layer's record lists the size tensors it writes. An AOT
+launch that depends on a size tensor is refused (``_Build._launch_expr``).
 """
 
 import json
@@ -31,7 +37,7 @@ import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _cuda, _device, _ptx, _version
-from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, foreign
+from ._dims import Dims, DimsExprs, IDimensionExpr, IExprBuilder, bind_size_tensors, foreign
 from ._enums import (
     ITEMSIZE,
     BuilderFlag,
@@ -256,6 +262,7 @@ class _Build:
         self.forced = dict(FORCED_TACTICS, **(tactics or {}))
         self.timing = timing
         self.builder = IExprBuilder()  # this build's own: an expression from another builder is refused
+        self.builder._logger = logger
         self.device = _device.current()  # the GPU built for (sm_90 where there is none): see _device
         self.exprs: Dict[int, List[IDimensionExpr]] = {}  # id(tensor) -> shape expressions
         self.shapes = Shapes(network, self.builder, self._unknown)  # every tensor's type, dims and values
@@ -318,8 +325,13 @@ class _Build:
             out.append(rec)
         return out
 
-    def _shape_at(self, t: ITensor, bindings) -> List[int]:
-        return [e._evaluate(bindings) for e in self.exprs[id(t)]]
+    def _shape_at(self, t: ITensor, bindings, sizes: Optional[str] = None) -> List[int]:
+        """``t``'s shape at ``bindings``, its data-dependent extents valued as ``sizes`` says (``_dims``)."""
+        return [e._evaluate(bindings, sizes) for e in self.exprs[id(t)]]
+
+    def _shape_or_unknown(self, t: ITensor, bindings) -> List[int]:
+        """``t``'s shape at ``bindings``, -1 for each data-dependent extent."""
+        return [-1 if e._size_tensors() else e._evaluate(bindings) for e in self.exprs[id(t)]]
 
     # ----- layers -----
     def _plugin_layer(self, layer: IPluginV3Layer) -> Dict[str, Any]:
@@ -338,23 +350,30 @@ class _Build:
                              "DataType.BOOL or DataType.UINT8 (IPluginV3OneBuild::getOutputDataTypes)")
         aliased = self._aliased(layer, plg, n_in, len(out_types), in_types, out_types)
         in_exprs = [DimsExprs(self.exprs[id(t)]) for t in ins]
+        declared_before = len(self.builder._declared)
         out_exprs = [list(e) for e in plg.get_output_shapes(in_exprs, [], self.builder)]
         if len(out_exprs) != len(outs) or len(out_types) != len(outs):
             raise BuildError(f"plugin layer {layer.name!r}: {len(out_exprs)} output shapes and {len(out_types)} "
                              f"dtypes for {len(outs)} outputs")
-        for t, ex, ty in zip(outs, out_exprs, out_types):
+        for ex in out_exprs:
             for e in ex:
-                self._expr_json(e, f"plugin layer {layer.name!r}: output shape")
+                self._expr_check(e, f"plugin layer {layer.name!r}: output shape")
+        sizes = self._size_tensors(layer, out_exprs, out_types, self.builder._declared[declared_before:])
+        out_exprs = [bind_size_tensors(ex, outs) for ex in out_exprs]
+        for t, ex, ty in zip(outs, out_exprs, out_types):
             self.exprs[id(t)] = ex
             self.shapes.put(t, Info(ty, ex))
 
         def dyn_descs(types_formats):
             # NvInferRuntime.h, DynamicPluginTensorDesc: "desc.dims has -1 in place of any runtime
-            # dimension"; min/opt/max carry the optimization profile's bounds
+            # dimension"; min/opt/max carry the optimization profile's bounds. A data-dependent extent (a size
+            # tensor) is -1 too; the emulator gives it 0 in min, its declared opt in opt and its upper bound in
+            # max (its range; what TensorRT puts there is not documented)
             out = []
             for t, (ty, fmt) in zip(ins + outs, types_formats):
                 dims = [e.get_constant_value() if e.is_constant() else -1 for e in self.exprs[id(t)]]
-                mn, op, mx = (self._shape_at(t, b) for b in (self.min_b, self.opt_b, self.max_b))
+                mn, op, mx = (self._shape_at(t, b, s) for b, s in ((self.min_b, "lower"), (self.opt_b, "opt"),
+                                                                    (self.max_b, "upper")))
                 out.append(DynamicPluginTensorDesc(PluginTensorDesc(dims, ty, fmt), mn, op, mx))
             return out
 
@@ -426,9 +445,13 @@ class _Build:
         rec = {"name": layer.name, "plugin": pid, "version": plg.plugin_version, "tactic": tactic,
                "tactics": tactics, "inputs": [t.name for t in ins], "outputs": [t.name for t in outs],
                "types": [ty.name for ty, _ in chosen], "aliased": aliased}
+        if sizes:
+            # what the run checks each count it reads back against (the engine's own; see _engine)
+            rec["size_tensors"] = {outs[i].name: {"index": i, "dtype": out_types[i].name, "upper": d._upper._to_json(),
+                                                  "opt": d._opt._to_json()} for i, d in sorted(sizes.items())}
         live = {"layer": layer, "plugin": plg, "aot": aot, "combinations": combos, "chosen": combos.index(chosen),
                 "in_exprs": in_exprs, "out_exprs": out_exprs, "tactics": tactics, "tactic": tactic,
-                "io": io, "out_types": out_types, "skipped": skipped}
+                "io": io, "out_types": out_types, "skipped": skipped, "size_tensors": sizes}
         if aot:
             b = built[tactic]
             rec.update(kind="aot_plugin", kernel_name=b["kernel_name"], ptx=b["ptx"].decode("latin-1"),
@@ -472,14 +495,80 @@ class _Build:
                              "not enabled (IBuilderConfig.set_preview_feature)")
         return aliased
 
-    def _expr_json(self, e, what: str) -> Any:
+    def _expr_check(self, e, what: str) -> None:
         if not isinstance(e, IDimensionExpr):
             raise BuildError(f"{what}: {e!r} is not a dimension expression (a fake ShapeExpr or an int leaked out "
                              "of a plugin?)")
         why = foreign(e, self.builder)
         if why:
             raise BuildError(f"{what}: {why}")
+
+    def _expr_json(self, e, what: str) -> Any:
+        self._expr_check(e, what)
         return e._to_json()
+
+    def _size_tensors(self, layer, out_exprs, out_types, declared) -> Dict[int, IDimensionExpr]:
+        """``{output index: its declaration}`` of the plugin's size tensors: the outputs named by
+        ``declare_size_tensor`` in this ``get_output_shapes`` call, checked as TensorRT requires them.
+
+        NvInferRuntime.h: IExprBuilder::declareSizeTensor's ``outputIndex`` is "the index of an output tensor" of
+        the plugin, its ``opt`` "must not depend on a size tensor" (nor may its upper bound here, TensorRT needing
+        it "so that it can allocate memory for the output tensor" before the count exists; ``declare_size_tensor``
+        refuses a size tensor operand at the call already); IPluginV3OneBuild::getOutputShapes: "size tensor
+        outputs must be declared 0-D"; a size tensor is a scalar of INT32 or INT64 (the READMEs of NVIDIA's
+        non-zero samples, whose size tensors are INT64 since 10.15; the header's getOutputDataTypes still says
+        kINT32). TensorRT-RTX 1.7.1's builder (TensorRT's front end) fails the build of a FLOAT or INT8 size tensor
+        ("Assertion canBeSizeTensor(*t) failed") and of one of rank 1 ("Assertion t->extent.nbDims == 0 failed"),
+        and builds an ``opt`` above ``upper`` (notes/data_dependent_shapes.md, section G), as the emulator does.
+        The emulator's rule, where nothing is documented: ``opt`` and ``upper`` must not be negative at the
+        profile's min, opt and max shapes (a buffer cannot be sized from a negative bound): refused, strict."""
+        where = f"plugin layer {layer.name!r}"
+        leaves: List[IDimensionExpr] = list(declared)
+        for ex in out_exprs:
+            for e in ex:
+                for x in e._size_tensors():
+                    # bound: an earlier layer's size tensor, reaching this layer through its inputs' dimensions
+                    if x._tensor is None and all(x is not y for y in leaves):
+                        raise BuildError(f"{where}: output dimension {e!r} uses a size tensor declared outside this "
+                                         "getOutputShapes call (kept from another call?): declare it with this "
+                                         "call's IExprBuilder")
+        sizes: Dict[int, IDimensionExpr] = {}
+        n_out = len(out_exprs)
+        for leaf in leaves:
+            i = leaf._value
+            if not 0 <= i < n_out:
+                raise BuildError(f"{where}: declareSizeTensor names output {i}, but the plugin has {n_out} outputs "
+                                 f"(0..{n_out - 1}): a size tensor must be an output of the plugin that declares it "
+                                 "(IExprBuilder::declareSizeTensor)")
+            for what, e in (("opt", leaf._opt), ("upper bound", leaf._upper)):
+                if e._size_tensors():
+                    raise BuildError(f"{where}: the {what} of size tensor output {i} is {e!r}, which depends on a size "
+                                     "tensor: a size tensor's opt and upper bound must not depend on a size tensor "
+                                     "(IExprBuilder::declareSizeTensor); use expressions of the input dimensions")
+            sizes.setdefault(i, leaf)
+        for i, leaf in sorted(sizes.items()):
+            if out_exprs[i]:
+                raise BuildError(f"Error Code 4: API Usage Error ({layer.name}: Assertion t->extent.nbDims == 0 "
+                                 f"failed: output {i} is a size tensor but is declared with shape "
+                                 f"({', '.join(repr(e) for e in out_exprs[i])}): size tensor outputs must be declared "
+                                 "0-D (an empty DimsExprs; IPluginV3OneBuild::getOutputShapes))")
+            if out_types[i] not in (DataType.INT32, DataType.INT64):
+                raise BuildError(f"Error Code 4: API Usage Error ({layer.name}: Assertion canBeSizeTensor(*t) failed: "
+                                 f"output {i} is a size tensor of type {out_types[i]}: a size tensor is a scalar of "
+                                 "DataType.INT32 or DataType.INT64)")
+            for corner, b in (("min", self.min_b), ("opt", self.opt_b), ("max", self.max_b)):
+                try:
+                    opt, upper = leaf._opt._evaluate(b), leaf._upper._evaluate(b)
+                except (ArithmeticError, KeyError) as e:
+                    raise BuildError(f"{where}: the opt/upper bound of size tensor output {i} cannot be evaluated at "
+                                     f"the profile's {corner} shapes: {e}") from None
+                if opt < 0 or upper < 0:
+                    raise BuildError(f"{where}: size tensor output {i} has opt {leaf._opt!r} = {opt} and upper bound "
+                                     f"{leaf._upper!r} = {upper} at the profile's {corner} shapes: the TensorRT "
+                                     "emulator needs both >= 0 (its rule: TensorRT sizes the data-dependent buffers "
+                                     "from the upper bound and tunes for opt; what it does with a negative one is not "
+                                     "documented)")
+        return sizes
 
     def _aot_launch(self, layer, plg, in_exprs, io, n_in, tactic: int) -> Dict[str, Any]:
         """One tactic's ``get_launch_params`` and ``get_kernel`` (the plugin's ``aot_impl``)."""
@@ -493,7 +582,7 @@ class _Build:
             if expr is None:
                 raise BuildError(f"{where}: launch parameter {k} has no expression (assigned a float or numpy "
                                  "scalar, or a SymInt32 made outside the aot_impl?)")
-            self._expr_json(expr, f"{where}: launch parameter {k}")
+            self._launch_expr(layer, expr, f"{where}: launch parameter {k}")
             launch[k] = expr
         extras = []
         for i in range(setter.nbSymExprs):
@@ -503,13 +592,33 @@ class _Build:
             if impl.dtype != PluginArgDataType.INT32:
                 raise BuildError(f"{where}: extra argument {i} is {impl.dtype}; TensorRT launches 32-bit extra "
                                  "arguments only")
-            self._expr_json(impl.expr, f"{where}: extra argument {i}")
+            self._launch_expr(layer, impl.expr, f"{where}: extra argument {i}")
             extras.append((impl.dtype, impl.expr))
         name, code = plg.get_kernel([d.desc for d in io[:n_in]], [d.desc for d in io[n_in:]])
         name = name.decode() if isinstance(name, bytes) else str(name)
         code = code.encode() if isinstance(code, str) else bytes(code)
         return {"tactic": tactic, "launch": launch, "extra_args": extras, "kernel_name": name,
                 "ptx": code.rstrip(b"\x00"), "kernel": None, "static_smem": 0, "fn": {}}
+
+    def _launch_expr(self, layer, e, what: str) -> None:
+        """An AOT launch parameter or extra argument: a dimension expression of this build that does not depend on
+        a size tensor. TensorRT evaluates an AOT kernel's launch before launching it, and a size tensor's value
+        exists only once the kernel writing it has run: the plugin's own size tensors cannot size its launch. For
+        a size tensor of an earlier layer (a plugin reading a data-dependent tensor) TensorRT's behaviour is not
+        documented; the emulator's rule refuses that too (strict), so an AOT launch is sized from input
+        dimensions and bounds only."""
+        self._expr_check(e, what)
+        deps = e._size_tensors()
+        if deps:
+            def name(d):  # the plugin keeps its own (unbound) size-tensor expressions: name them by output index
+                bound = d._tensor is not None or not 0 <= d._value < len(layer._outputs)
+                return repr(d._tensor_name() if bound else layer._outputs[d._value].name)
+
+            raise BuildError(f"{what} is {e!r}, which depends on the size tensor {', '.join(name(d) for d in deps)}"
+                             ": an AOT plugin's launch (grid, block, shared memory, extra arguments) is evaluated "
+                             "before its kernel runs, and a data-dependent extent is known only after the kernel "
+                             "writing it has run; size the launch from the input dimensions or the upper bound")
+        e._to_json()
 
     def _load_problems(self, b: Dict[str, Any]) -> List[str]:
         """Load one tactic's PTX as TensorRT does: through the driver's JIT on a GPU (``cuModuleLoadData``,
@@ -553,13 +662,17 @@ class _Build:
 
         ctx_stream = _cuda.new_stream()
         tensors = layer._inputs + layer._outputs
-        sizes = [max(1, _numel(self._shape_at(t, self.opt_b))) * ITEMSIZE[ty] for t, (ty, _) in zip(tensors, chosen)]
+        # a data-dependent tensor: its buffer at the upper bound; an input at its opt extent (what the builder
+        # tunes for), the layer's own outputs with -1 there (as at run time)
+        sizes = [max(1, _numel(self._shape_at(t, self.opt_b, "upper"))) * ITEMSIZE[ty]
+                 for t, (ty, _) in zip(tensors, chosen)]
         ptrs = [_cuda.alloc(n, ctx_stream) for n in sizes]
         try:
             for p, n in zip(ptrs, sizes):
                 _cuda.zero(p, n, ctx_stream)
             n_in = len(layer._inputs)
-            shapes = [self._shape_at(t, self.opt_b) for t in tensors]
+            shapes = ([self._shape_at(t, self.opt_b, "opt") for t in layer._inputs]
+                      + [self._shape_or_unknown(t, self.opt_b) for t in layer._outputs])
             times = {}
             for t in tactics:
                 plg.set_tactic(t)

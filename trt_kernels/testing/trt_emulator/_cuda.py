@@ -160,6 +160,12 @@ def zero(ptr: int, nbytes: int, stream: int) -> None:
         check(_cu().cuMemsetD8Async(int(ptr), 0, int(nbytes), int(stream)), "cuMemsetD8Async")
 
 
+def fill(ptr: int, byte: int, nbytes: int, stream: int) -> None:
+    """Set ``nbytes`` bytes at ``ptr`` to ``byte`` (stream-ordered)."""
+    if ptr and nbytes:
+        check(_cu().cuMemsetD8Async(int(ptr), int(byte) & 0xFF, int(nbytes), int(stream)), "cuMemsetD8Async")
+
+
 def copy(dst: int, src: int, nbytes: int, stream: int) -> None:
     if nbytes:
         check(_cu().cuMemcpyDtoDAsync(int(dst), int(src), int(nbytes), int(stream)), "cuMemcpyDtoDAsync")

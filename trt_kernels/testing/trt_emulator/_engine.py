@@ -12,6 +12,18 @@ plugin layer (inputs up to 64 MiB) the emulator checks they are unchanged and fa
 an input the plugin aliases to an output (built with PreviewFeature.ALIASED_PLUGIN_IO_10_03) is
 copied into the output's buffer first and the plugin given that buffer for both.
 
+Data-dependent shapes (size tensors, ``IExprBuilder.declare_size_tensor``): an extent a plugin's kernel
+decides is -1 in every shape the engine and the context report (TensorRT reports it through
+``IOutputAllocator.notify_shape``); ``get_max_output_size`` gives an output's bytes with each such extent
+at its upper bound. At enqueue, every tensor with a data-dependent extent gets a buffer sized for the
+upper bound (an output: the address set for it, assumed large enough, as TensorRT's "preallocate" use;
+or what its ``IOutputAllocator`` returns, asked for the bound's bytes); the size tensor's own buffer is
+filled with 0xFF bytes (-1) before its plugin layer runs, so a kernel that never writes its count is
+caught; right after that layer, the stream is synchronized and the count read back, refused when
+negative or above the bound, and bound, so that the layers after it see the actual extent (a JIT
+plugin sees -1 for the extents it writes itself, as ``tensorrt.plugin``'s ``Tensor.is_data_dependent``
+expects). Each output with an allocator is told its shape (``notify_shape``) once the engine ran.
+
 Failures are TensorRT's: ``deserialize_cuda_engine`` returns ``None`` and logs for a plan of another
 TensorRT version or built for a device of another compute capability; ``set_tensor_address``
 returns ``False`` and logs for an unknown name or an address not 256-byte aligned; and
@@ -21,10 +33,11 @@ Torch-TensorRT 2.11's Python runtime ignores both return values: its outputs the
 and only the log says why (tests of the emulated tier check the log for that).
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import operator
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _cuda, _device, _version
-from ._dims import Dims, evaluate, expr_from_json, symbols_of
+from ._dims import Dims, evaluate, expr_from_json, size_key, size_tensors_of, symbols_of
 from ._enums import ITEMSIZE, DataType, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
 from ._format import decode, encode
 from ._logging import report
@@ -40,7 +53,13 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _strides(shape: Sequence[int]) -> List[int]:
-    return [_numel(shape[k + 1:]) for k in range(len(shape))]
+    """Row-major strides; -1 for a stride that depends on an extent not known yet (-1 in ``shape``: a
+    data-dependent extent the plugin itself decides; what TensorRT passes there is not documented)."""
+    return [-1 if any(int(s) < 0 for s in shape[k + 1:]) else _numel(shape[k + 1:]) for k in range(len(shape))]
+
+
+#: the alignment asked of output allocators (and of addresses: IExecutionContext::setTensorAddress)
+ALIGNMENT = 256
 
 
 def aot_launch(launch: Dict[str, Any], extras: Sequence[Any], bindings, layer: str, fn=None):
@@ -137,6 +156,33 @@ def run_cast(src: int, dst: int, n: int, src_dt, dst_dt, stream: int) -> None:
         tensor_at(dst, dst_dt, [n]).copy_(tensor_at(src, src_dt, [n]))
 
 
+class _OutputAllocatorType(type):
+    """pybind11's check for an interface class implemented in Python: the base ``__init__`` must run."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        if not obj.__dict__.get("_base_initialized"):
+            raise TypeError("tensorrt.tensorrt.IOutputAllocator.__init__() must be called when overriding __init__")
+        return obj
+
+
+class IOutputAllocator(metaclass=_OutputAllocatorType):
+    """Interface users subclass to control an output's memory (``IExecutionContext.set_output_allocator``).
+    A subclass calls ``trt.IOutputAllocator.__init__(self)`` and implements
+
+    - ``reallocate_output_async(tensor_name, memory, size, alignment, stream) -> int``: the address of at least
+      ``size`` bytes (always positive, even for an empty tensor) aligned to ``alignment``, or ``None`` (then
+      ``execute_async_v3`` fails); ``memory`` is the output's current address (0 if none). Where a subclass
+      only has the deprecated ``reallocate_output(tensor_name, memory, size, alignment)`` (no stream), that
+      is called, as TensorRT's bindings do;
+    - ``notify_shape(tensor_name, shape)``: the output's actual shape (a ``Dims``), once the engine ran.
+
+    The base class itself implements neither (as in TensorRT's bindings)."""
+
+    def __init__(self):
+        self.__dict__["_base_initialized"] = True
+
+
 @unpicklable
 class Runtime(Strict):
     def __init__(self, logger):
@@ -191,6 +237,15 @@ class ICudaEngine(Strict):
         for t in self._tensors.values():
             for e in t["dims"]:
                 expr_from_json(e)  # validates every stored expression
+        #: the size tensors (data-dependent extents) each tensor's dimensions depend on, per axis
+        self._size_deps = {n: [size_tensors_of(d) for d in t["dims"]] for n, t in self._tensors.items()}
+        #: the tensors with a data-dependent extent
+        self._dd = {n for n, deps in self._size_deps.items() if any(deps)}
+        written = {n for layer in plan["layers"] for n in layer.get("size_tensors", {})}
+        for n, deps in self._size_deps.items():
+            unknown = set().union(*deps) - written if deps else set()
+            if unknown:
+                raise ValueError(f"tensor {n!r} depends on size tensor(s) {sorted(unknown)}, which no layer writes")
 
     def _runtime_plugin(self, layer):
         from ._plugin import REGISTRY
@@ -283,6 +338,8 @@ class IExecutionContext(Strict):
         self._shapes: Dict[str, tuple] = {}
         self._addresses: Dict[str, int] = {}
         self._constants: Dict[str, int] = {}
+        self._allocators: Dict[str, IOutputAllocator] = {}
+        self._allocated: Dict[str, int] = {}  # output -> the address its allocator last returned
         self.name = ""
 
     @property
@@ -337,11 +394,49 @@ class IExecutionContext(Strict):
         return [n for n, r in self._engine._inputs.items() if -1 in r["shape"] and n not in self._shapes]
 
     def get_tensor_shape(self, name: str) -> Dims:
+        """-1 for an extent not known yet: a dynamic input dimension before ``set_input_shape``, and a
+        data-dependent extent (a size tensor's) always (TensorRT reports it through
+        ``IOutputAllocator.notify_shape``)."""
         e = self._engine
         e._known(name)
         b = self._bindings()
         dims = e._tensors[name]["dims"]
         return Dims([evaluate(d, b) if symbols_of(d) <= set(b) else -1 for d in dims])
+
+    def get_max_output_size(self, name: str) -> int:
+        """NvInferRuntime.h, IExecutionContext::getMaxOutputSize: the upper bound of output ``name``'s size in bytes
+        for the current profile and input shapes (each data-dependent extent at its declared upper bound); -1
+        while input shapes are not all set, or for a name that is not an output."""
+        e = self._engine
+        if name not in e._outputs or self.infer_shapes():
+            return -1
+        b = self._bindings()
+        return self._bound_bytes(name, b)
+
+    def _bound_bytes(self, name: str, bindings) -> int:
+        t = self._engine._tensors[name]
+        return _numel([evaluate(d, bindings, "upper") for d in t["dims"]]) * ITEMSIZE[DataType[t["dtype"]]]
+
+    # ----- output allocators -----
+    def set_output_allocator(self, name: str, output_allocator) -> bool:
+        """The allocator ``execute_async_v3`` asks for output ``name``'s memory (``None`` unsets it); ``False`` (and
+        logged) where ``name`` is not an output of the engine."""
+        if output_allocator is not None and not isinstance(output_allocator, IOutputAllocator):
+            raise TypeError("set_output_allocator(): incompatible function arguments: output_allocator must be a "
+                            f"tensorrt.IOutputAllocator or None, got {type(output_allocator).__name__}")
+        if name not in self._engine._outputs:
+            report(self._engine._logger, Severity.ERROR, "IExecutionContext::setOutputAllocator: Error Code 3: API "
+                   f"Usage Error (Parameter check failed, condition: {name!r} is the name of an output tensor of the "
+                   f"engine {list(self._engine._outputs)}.)")
+            return False
+        if output_allocator is None:
+            self._allocators.pop(name, None)
+        else:
+            self._allocators[name] = output_allocator
+        return True
+
+    def get_output_allocator(self, name: str) -> Optional[IOutputAllocator]:
+        return self._allocators.get(name)
 
     # ----- addresses -----
     def set_tensor_address(self, name: str, memory: int) -> bool:
@@ -377,24 +472,61 @@ class IExecutionContext(Strict):
             return False
         return True
 
+    def _tensor_shapes(self, bindings) -> Tuple[Dict[str, List[int]], Dict[str, int]]:
+        """Every tensor's shape at ``bindings`` (-1 for a data-dependent extent whose size tensor is not bound
+        yet) and its bytes (for such a tensor: the upper bound's, what its buffer holds)."""
+        e = self._engine
+        shapes, nbytes = {}, {}
+        for n, t in e._tensors.items():
+            deps = e._size_deps[n]
+            shapes[n] = [-1 if any(size_key(s) not in bindings for s in dep) else evaluate(d, bindings)
+                         for d, dep in zip(t["dims"], deps)]
+            if -1 in shapes[n] and n in e._dd:
+                nbytes[n] = self._bound_bytes(n, bindings)
+            else:
+                nbytes[n] = _numel(shapes[n]) * ITEMSIZE[DataType[t["dtype"]]]
+        return shapes, nbytes
+
     def _execute(self, stream: int) -> None:
         e = self._engine
         missing = self.infer_shapes()
         if missing:
             raise ValueError(f"input shapes not set: {missing} (IExecutionContext.set_input_shape)")
-        b = self._bindings()
-        shapes = {n: [evaluate(d, b) for d in t["dims"]] for n, t in e._tensors.items()}
-        nbytes = {n: _numel(s) * ITEMSIZE[DataType[e._tensors[n]["dtype"]]] for n, s in shapes.items()}
+        b = self._bindings()  # the size tensors' values join it as the layers writing them run
+        shapes, nbytes = self._tensor_shapes(b)
+        unknown: Set[str] = {n for n, s in shapes.items() if n in e._dd and -1 in s}
         ptrs: Dict[str, int] = {}
+        allocators = {n: a for n, a in self._allocators.items() if n in e._outputs}
         for n in e._io:
             p = self._addresses.get(n, 0)
+            if n in allocators and n not in e._inputs:
+                continue  # its memory comes from its allocator, once every check has passed
+            if not p and n in e._dd:
+                # NvInferRuntime.h, IExecutionContext::setTensorAddress: before enqueueV3 an output needs an address
+                # or an IOutputAllocator; with a data-dependent shape the emulator sizes neither itself
+                raise ValueError(f"no address set for {n!r} and no output allocator: its shape {tuple(shapes[n])} "
+                                 "is data-dependent (-1: a size tensor's extent), so TensorRT needs the address of a "
+                                 f"buffer large enough for its upper bound ({nbytes[n]} bytes, "
+                                 "IExecutionContext.get_max_output_size; set_tensor_address) or an IOutputAllocator "
+                                 "(IExecutionContext.set_output_allocator)")
             if not p and nbytes[n]:
                 raise ValueError(f"no address set for {n!r} (IExecutionContext.set_tensor_address)")
             ptrs[n] = p
         for i, layer in enumerate(e._plan["layers"]):  # every launch checked before any work is enqueued
-            if layer["kind"] == "aot_plugin" and self._launches(layer, nbytes):
+            # (a layer reading or writing a data-dependent tensor: when it runs, once the extents are known)
+            if (layer["kind"] == "aot_plugin" and not unknown & set(layer["inputs"] + layer["outputs"])
+                    and self._launches(layer, nbytes)):
                 aot_launch(layer["launch"], [a["expr"] for a in layer["extra_args"]], b, layer["name"])
         _cuda.current_context()
+        dest: Dict[str, int] = {}
+        for n, alloc in allocators.items():
+            # NvInferRuntime.h, IOutputAllocator::reallocateOutputAsync: size in bytes, "always positive, even for
+            # an empty tensor"; the emulator asks once per enqueue for the output's upper bound (its exact size
+            # where its shape does not depend on data)
+            dest[n] = self._allocated[n] = self._reallocate(alloc, n, self._allocated.get(n) or
+                                                            self._addresses.get(n, 0), max(nbytes[n], 1), stream)
+            if n not in e._inputs:
+                ptrs[n] = dest[n]
         scratch = []
         try:
             for n in e._tensors:
@@ -403,13 +535,83 @@ class IExecutionContext(Strict):
                     scratch.append(ptrs[n])
             for i, layer in enumerate(e._plan["layers"]):
                 self._run_layer(i, layer, ptrs, shapes, nbytes, b, stream)
+                if layer.get("size_tensors"):
+                    self._read_size_tensors(layer, ptrs, b, stream)
+                    shapes, nbytes = self._tensor_shapes(b)
             # an input marked as an output directly: copy it
             for n in e._outputs:
                 if n in e._inputs and ptrs[n] != self._addresses.get(n):
                     _cuda.copy(self._addresses[n], ptrs[n], nbytes[n], stream)
+                if n in e._inputs and n in dest and dest[n] != ptrs[n]:
+                    _cuda.copy(dest[n], ptrs[n], nbytes[n], stream)
         finally:
             for p in scratch:
                 _cuda.free(p, stream)
+        for n, alloc in allocators.items():
+            self._notify_shape(alloc, n, shapes[n])
+
+    def _reallocate(self, alloc, name: str, current: int, size: int, stream: int) -> int:
+        """The memory ``alloc`` gives output ``name`` (TensorRT's bindings: ``reallocate_output_async``, else the
+        deprecated ``reallocate_output``, else none); ``RuntimeError`` where it gives none, as the enqueue fails."""
+        method = "reallocate_output_async"
+        fn = getattr(alloc, method, None)
+        args = (name, int(current), int(size), ALIGNMENT, int(stream))
+        if fn is None:
+            method = "reallocate_output"
+            fn = getattr(alloc, method, None)
+            args = args[:4]
+        call = f"IOutputAllocator.{method}({', '.join(repr(a) for a in args)})"
+        if fn is None:
+            raise RuntimeError(f"the output allocator of {name!r} implements neither reallocate_output_async nor "
+                               "reallocate_output: no memory for the output")
+        try:
+            got = fn(*args)
+        except Exception as exc:  # noqa: BLE001 - TensorRT's bindings catch it and take it as nullptr
+            raise RuntimeError(f"{call} raised {type(exc).__name__}: {exc}: no memory for output {name!r}") from None
+        if got is None:
+            raise RuntimeError(f"{call} returned None: no memory for output {name!r}")
+        try:
+            ptr = operator.index(got)
+        except TypeError:
+            raise RuntimeError(f"{call} returned a {type(got).__name__}, not an address (an int): no memory for "
+                               f"output {name!r}") from None
+        if ptr == 0:
+            raise RuntimeError(f"{call} returned 0 (nullptr): no memory for output {name!r}")
+        if ptr % ALIGNMENT:
+            raise RuntimeError(f"{call} returned {ptr:#x}, which is not aligned to {ALIGNMENT} bytes (the alignment "
+                               "asked for)")
+        return ptr
+
+    def _notify_shape(self, alloc, name: str, shape: List[int]) -> None:
+        """``notify_shape`` (TensorRT's bindings print what it raises and go on; the emulator logs it)."""
+        fn = getattr(alloc, "notify_shape", None)
+        try:
+            if fn is None:
+                raise RuntimeError('Tried to call pure virtual function "IOutputAllocator::notify_shape"')
+            fn(name, Dims(shape))
+        except Exception as exc:  # noqa: BLE001
+            report(self._engine._logger, Severity.ERROR,
+                   f"IOutputAllocator::notifyShape({name!r}): exception caught: {type(exc).__name__}: {exc}")
+
+    def _read_size_tensors(self, layer, ptrs, bindings, stream) -> None:
+        """Right after a plugin layer that writes size tensors: each count, read back (the stream synchronized),
+        checked and bound, so that the layers after it see the actual extents.
+
+        A count below 0 or above its upper bound (evaluated at the current input shapes) fails the enqueue.
+        TensorRT's behaviour there is not documented; the emulator refuses it because TensorRT sized the
+        data-dependent buffers from the bound, so a kernel that counts past it has written past them. The
+        buffer was filled with 0xFF bytes before the layer ran: a kernel that never writes its count leaves -1."""
+        for name, st in layer["size_tensors"].items():
+            dt = DataType[st["dtype"]]
+            raw = _cuda.download(ptrs[name], ITEMSIZE[dt], stream)  # synchronizes the stream
+            value = int.from_bytes(raw, "little", signed=True)
+            upper = evaluate(st["upper"], bindings)
+            if not 0 <= value <= upper:
+                why = (" (the emulator's poison: the plugin never wrote its size tensor)" if value == -1 else "")
+                raise RuntimeError(f"plugin layer {layer['name']!r} wrote {value} to its size tensor output {name!r} "
+                                   f"({dt.name}){why}: a size tensor's value must be in [0, {upper}] (its upper bound "
+                                   "at the current input shapes, from which TensorRT sized the data-dependent buffers)")
+            bindings[size_key(name)] = value
 
     @staticmethod
     def _launches(layer, nbytes) -> bool:
@@ -440,6 +642,11 @@ class IExecutionContext(Strict):
             return
         outs = [ptrs[n] for n in layer["outputs"]]
         if kind in ("aot_plugin", "jit_plugin"):
+            # a size tensor's buffer is poisoned (0xFF bytes: -1) before the layer that writes it runs: a kernel that
+            # never writes its count is caught when the count is read back (TensorRT does not clear it: NVIDIA's
+            # C++ non-zero sample clears its counter itself)
+            for n in layer.get("size_tensors", {}):
+                _cuda.fill(ptrs[n], 0xFF, nbytes[n], stream)
             # an aliased pair shares one buffer: TensorRT "may insert copies to facilitate this capability"
             # (IPluginV3OneBuildV2::getAliasedInput); the emulator always does, so the plugin reads and
             # writes the output's buffer and the input tensor stays as it was for its other readers

@@ -59,7 +59,7 @@ def same(a: IDimensionExpr, b: IDimensionExpr) -> bool:
 def product(sh: Shapes, dims: Sequence[IDimensionExpr]) -> IDimensionExpr:
     out = sh.builder.constant(1)
     for d in dims:
-        out = sh.builder.operation(D.PROD, out, d)
+        out = sh.builder._operation(D.PROD, out, d)
     return out
 
 
@@ -73,7 +73,7 @@ def quotient(sh: Shapes, numerator: Sequence[IDimensionExpr], denominator: Seque
             den.append(d)
         else:
             del num[match]
-    return sh.builder.operation(D.FLOOR_DIV, product(sh, num), product(sh, den))
+    return sh.builder._operation(D.FLOOR_DIV, product(sh, num), product(sh, den))
 
 
 def to_json(es: Sequence[IDimensionExpr]) -> List[Any]:
@@ -109,7 +109,7 @@ def broadcast(sh: Shapes, layer: str, what: str, shapes: Sequence[Sequence[IDime
                 raise LayerError(f"{layer}: broadcast dimensions must be conformable ({what}: dimensions "
                                  f"{const(first)} and {const(d)} on axis {axis}, each must be equal or 1; shapes "
                                  + ", ".join(_shape_text(s) for s in shapes) + ")")
-            first = sh.builder.operation(D.MAX, first, d)  # a run-time dimension: broadcast where one is 1
+            first = sh.builder._operation(D.MAX, first, d)  # a run-time dimension: broadcast where one is 1
         out.append(first)
     return out
 
@@ -230,13 +230,13 @@ class IElementWiseLayer(_Layer):
             if {len(a.values), len(b.values)} <= {1, n}:
                 pairs = [(_at(a.values, i), _at(b.values, i)) for i in range(n)]
                 if op in _SHAPE_OPS:
-                    values = [sh.builder.operation(_SHAPE_OPS[op], x, y) for x, y in pairs]
+                    values = [sh.builder._operation(_SHAPE_OPS[op], x, y) for x, y in pairs]
                 elif op == ElementWiseOperation.LESS:
-                    values = [sh.builder.operation(D.LESS, x, y) for x, y in pairs]
+                    values = [sh.builder._operation(D.LESS, x, y) for x, y in pairs]
                 elif op == ElementWiseOperation.GREATER:
-                    values = [sh.builder.operation(D.LESS, y, x) for x, y in pairs]
+                    values = [sh.builder._operation(D.LESS, y, x) for x, y in pairs]
                 elif op == ElementWiseOperation.EQUAL:
-                    values = [sh.builder.operation(D.EQUAL, x, y) for x, y in pairs]
+                    values = [sh.builder._operation(D.EQUAL, x, y) for x, y in pairs]
         return [Info(dtype, dims, values)]
 
     def _params(self, sh):
@@ -669,7 +669,7 @@ class IConcatenationLayer(_Layer):
                                  f"shape: {_shape_text(info.dims)}")
             for j in range(rank):
                 if j == axis:
-                    out[j] = sh.builder.operation(D.SUM, out[j], info.dims[j])
+                    out[j] = sh.builder._operation(D.SUM, out[j], info.dims[j])
                 elif not same(out[j], info.dims[j]) and out[j].is_constant() and info.dims[j].is_constant():
                     raise LayerError(f"{self._name}: all concat input tensors must have the same dimensions except "
                                      f"on the concatenation axis ({axis}), but dimensions mismatched at input {k} at "
@@ -899,11 +899,11 @@ def _windowed(sh, name, x_dims, window, stride, pre, post, dilation, mode) -> Li
         if stride[j] < 1:
             raise LayerError(f"{name}: stride {tuple(stride)} must be positive")
         if mode in (PaddingMode.SAME_UPPER, PaddingMode.SAME_LOWER):
-            out.append(b.operation(D.CEIL_DIV, d, b.constant(stride[j])))
+            out.append(b._operation(D.CEIL_DIV, d, b.constant(stride[j])))
             continue
-        span = b.operation(D.SUB, b.operation(D.SUM, d, b.constant(pre[j] + post[j])), b.constant(eff))
+        span = b._operation(D.SUB, b._operation(D.SUM, d, b.constant(pre[j] + post[j])), b.constant(eff))
         div = D.CEIL_DIV if mode == PaddingMode.EXPLICIT_ROUND_UP else D.FLOOR_DIV
-        o = b.operation(D.SUM, b.operation(div, span, b.constant(stride[j])), b.constant(1))
+        o = b._operation(D.SUM, b._operation(div, span, b.constant(stride[j])), b.constant(1))
         if o.is_constant() and const(o) < 1:
             raise LayerError(f"{name}: the window ({window[j]}, dilation {dilation[j]}) does not fit spatial dimension "
                              f"{j} of size {const(d)} with padding ({pre[j]}, {post[j]}): the output would be empty")

@@ -11,7 +11,7 @@ the question fail, reported through the builder's logger, and fails the build.
 import itertools
 from typing import List, Optional
 
-from ._dims import DimsExprs, IDimensionExpr, IExprBuilder, foreign
+from ._dims import DimsExprs, IDimensionExpr, IExprBuilder, bind_size_tensors, foreign
 from ._enums import (
     ActivationType,
     DataType,
@@ -70,8 +70,11 @@ class IPluginV3Layer(ILayer):
                 if not isinstance(e, IDimensionExpr) or why:
                     raise ValueError(f"add_plugin: output shape {e!r}: {why or 'not a dimension expression'}")
         for dt, exprs in zip(types, out_exprs):
-            t = self._add_output(dt, [e.get_constant_value() if e.is_constant() else -1 for e in exprs])
-            t._exprs = DimsExprs(exprs)
+            self._add_output(dt, [e.get_constant_value() if e.is_constant() else -1 for e in exprs])
+        for t, exprs in zip(self._outputs, out_exprs):
+            # a size tensor (a data-dependent extent) is tied to the output holding it: two plugins' size
+            # tensors of the same output index are different extents
+            t._exprs = DimsExprs(bind_size_tensors(exprs, self._outputs))
 
     @property
     def plugin(self):
@@ -96,6 +99,7 @@ class INetworkDefinition(Strict):
         self._outputs: List[ITensor] = []
         self._layers: List[ILayer] = []
         self._expr_builder = IExprBuilder()
+        self._expr_builder._logger = logger
         self._shapes = Shapes(self, self._expr_builder, self._leaf)
         self.name = f"Unnamed Network {next(_network_ids)}"
 
