@@ -35,10 +35,24 @@ class Around(torch.nn.Module):
         self.op = op
         self.scalars = [a for a in args if not isinstance(a, torch.Tensor)]
 
-    def forward(self, *tensors):
+    def call(self, *tensors):
         outs = self.op(*[t * 1 for t in tensors], *self.scalars)
         outs = outs if isinstance(outs, tuple) else (outs,)
         return tuple(o + 1 for o in outs)
+
+
+class _Around1(Around):  # (a named parameter per input: Torch-TensorRT maps inputs and their shapes by name)
+    def forward(self, t0):
+        return self.call(t0)
+
+
+class _Around2(Around):
+    def forward(self, t0, t1):
+        return self.call(t0, t1)
+
+
+def around(op, args):
+    return (_Around1, _Around2)[sum(isinstance(a, torch.Tensor) for a in args) - 1](op, args)
 
 
 # inputs of the engine's shapes (and its baked-in threshold) of which nothing, or everything, is kept
@@ -73,7 +87,7 @@ def ops(tt):
 def test_the_op_runs_between_tensorrt_layers_with_the_output_allocator(tt, ops, kernel):
     op = ops[kernel.name]
     args = kernel.inputs("cuda", 300)
-    trt_model = emu.compile_trt(tt, Around(op, args), _tensors(args))
+    trt_model = emu.compile_trt(tt, around(op, args), _tensors(args))
     targets = [str(n.target) for _, m in trt_model.named_modules() if isinstance(m, torch.fx.GraphModule)
                for n in m.graph.nodes if n.op == "call_function"]
     assert not [t for t in targets if op.default._schema.name.split("::")[0] in t], targets  # not left in PyTorch
@@ -92,7 +106,7 @@ def test_a_dynamic_profile_runs_at_every_size_in_it(tt, ops, kernel):
     args = kernel.inputs("cuda", 64)
     inputs = [tt[1].Input(min_shape=(1, *t.shape[1:]), opt_shape=tuple(t.shape), max_shape=(512, *t.shape[1:]),
                           dtype=t.dtype) for t in _tensors(args)]
-    trt_model = emu.compile_trt(tt, Around(op, args), inputs)
+    trt_model = emu.compile_trt(tt, around(op, args), inputs)
     for size in (64, 1, 511, 37, 512):
         fresh = kernel.inputs("cuda", size)
         with torch.no_grad():
@@ -118,7 +132,7 @@ def test_a_reloaded_engine_runs_here_and_in_a_fresh_process_without_trt_kernels(
 
     op = ops[kernel.name]
     args = kernel.inputs("cuda", 300)
-    trt_model = emu.compile_trt(tt, Around(op, args), _tensors(args))
+    trt_model = emu.compile_trt(tt, around(op, args), _tensors(args))
     save_compiled(trt_model, tmp_path / "m.pt")
     fresh = kernel.inputs("cuda", 300)
     want = reference(kernel, fresh)
@@ -191,7 +205,7 @@ def test_engine_bytes_run_on_a_plain_tensorrt_runtime_with_an_output_allocator(t
     args = kernel.inputs("cuda", 64)
     tensors = _tensors(args)
     n = torch.export.Dim("n", min=1, max=512)
-    ep = torch.export.export(Around(op, args), tuple(tensors), dynamic_shapes=tuple({0: n} for _ in tensors))
+    ep = torch.export.export(around(op, args), tuple(tensors), dynamic_shapes=tuple({0: n} for _ in tensors))
     inputs = [tt[1].Input(min_shape=(1, *t.shape[1:]), opt_shape=tuple(t.shape), max_shape=(512, *t.shape[1:]),
                           dtype=t.dtype) for t in tensors]
     blob = tt[1].dynamo.convert_exported_program_to_serialized_trt_engine(
