@@ -5,6 +5,7 @@ replay checks)."""
 
 from __future__ import annotations
 
+import math
 import struct
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -99,37 +100,34 @@ def written_sizes(kop: KernelOp, inner):
     count a 0-D tensor): each output at the size its count holds. See :func:`_written_impl`."""
     sig = kop.sig
     returned, counts = sig.returned, sig.counts
-    written = [(i, sig.outputs[i].written, sig.outputs[i].count) for i in returned if sig.outputs[i].written >= 0]
+    # (output, written axis or -1, its count): an output written along its first axis is a slice of its buffer
+    # (its first elements, contiguous); along a later one, the buffer's first elements viewed in the actual shape
+    plan = [(i, sig.outputs[i].written, sig.outputs[i].count) for i in returned]
+    bound_of = {c: next(i for i, _, cc in plan if cc == c) for c in counts}  # an output whose axis c sizes
     single = len(returned) == 1
 
     def impl(*args):
         outs = inner(*args)
-        bounds = {c: 0 for c in counts}
-        for i, axis, c in written:
-            bounds[c] = max(bounds[c], outs[i].shape[axis])
-        live = [c for c in counts if bounds[c]]  # a size bounded by 0 is 0: nothing to read
-        got = dict.fromkeys(counts, 0)
-        if live:
-            values = (outs[live[0]].view(1) if len(live) == 1
-                      else torch.stack([outs[c].to(torch.int64) for c in live])).tolist()  # the synchronisation
-            got.update(zip(live, values))
-        for c in live:
-            if not 0 <= got[c] <= bounds[c]:
+        got = {}
+        for c, i in bound_of.items():
+            bound = outs[i].shape[sig.outputs[i].written]
+            n = int(outs[c].item()) if bound else 0  # (the synchronisation; a size bounded by 0 is 0: no read)
+            if not 0 <= n <= bound:
                 raise LaunchError(
-                    f"{kop.op_name}: the kernel wrote {sig.outputs[c].name} = {got[c]}, outside [0, {bounds[c]}] "
-                    "(the declared ttk.Written max at these input sizes); a count above the bound means it wrote "
-                    "past its output buffers. Fix: the kernel must write the count on every call (the buffer is not "
-                    "zeroed) and never exceed max")
+                    f"{kop.op_name}: the kernel wrote {sig.outputs[c].name} = {n}, outside [0, {bound}] (the "
+                    "declared ttk.Written max at these input sizes); a count above the bound means it wrote past its "
+                    "output buffers. Fix: the kernel must write the count on every call (the buffer is not zeroed) "
+                    "and never exceed max")
+            got[c] = n
         res = []
-        for i in returned:
-            o, out = sig.outputs[i], outs[i]
-            if o.written >= 0:
+        for i, axis, c in plan:
+            out = outs[i]
+            if axis == 0:
+                out = out[:got[c]]
+            elif axis > 0:
                 shape = list(out.shape)
-                shape[o.written] = got[o.count]
-                n = 1
-                for d in shape:
-                    n *= d
-                out = out.view(-1)[:n].view(shape)
+                shape[axis] = got[c]
+                out = out.view(-1)[:math.prod(shape)].view(shape)
             res.append(out)
         return res[0] if single else tuple(res)
 
