@@ -49,7 +49,11 @@ def runs(tmp_path_factory):
             "status": ["-m", "trt_kernels", "status", "examples/cuda_kernel_op.py"],
             "inspect checks": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90"],
             "inspect checks json": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90",
-                                    "--json"]}
+                                    "--json"],
+            "inspect written": ["-m", "trt_kernels", "inspect", "examples/gallery/ops.py", "--arch", "sm_90", "--op",
+                                "gallery::score_filter"],
+            "inspect written json": ["-m", "trt_kernels", "inspect", "examples/gallery/ops.py", "--arch", "sm_90",
+                                     "--op", "gallery::score_filter", "--json"]}
     code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='imported'); print('imported')"
     for name in EXAMPLES:
         if name == "triton_kernel_op" and importlib.util.find_spec("triton") is None:
@@ -91,6 +95,21 @@ def test_inspect_shows_an_ops_size_checks(runs):
     (op,) = json.loads(runs["inspect checks json"].stdout)["ops"]
     assert op["checks"] == ["SameDim(('x', -1), ('w', 0))"]
     assert all(d["checks"] == [] for d in json.loads(runs["inspect"].stdout)["ops"])
+
+
+def test_inspect_shows_a_size_the_kernel_writes(runs):
+    """The gallery's score filter (``ttk.Written("num_kept", max=DimSize("scores", 0), dtype=int64)`` on two outputs):
+    ``inspect`` shows each output's written axis with its bound and the count the kernel writes (text and JSON)."""
+    for k in ("inspect written", "inspect written json"):
+        assert runs[k].returncode == 0, f"{k}:\n{_tail(runs[k].stderr)}"
+    lines = runs["inspect written"].stdout.splitlines()
+    assert "    output      kept_boxes: (num_kept <= scores.shape[0], 4) dtype of boxes" in lines
+    assert ("    count       num_kept: int64 the kernel writes, in [0, scores.shape[0]] (not returned; TensorRT: a "
+            "size tensor tuned for (scores.shape[0] // 2))") in lines
+    (op,) = json.loads(runs["inspect written json"].stdout)["ops"]
+    assert op["plan"]["outputs"][2] == {"name": "num_kept", "shape": [], "dtype": "int64",
+                                        "written": {"max": "scores.shape[0]", "opt": "(scores.shape[0] // 2)"}}
+    assert op["plan"]["arguments"][-1] == "num_kept.data_ptr()"
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -230,7 +230,13 @@ def _plan(kop, ranks_given: Dict[str, int], arch: Optional[str]) -> Dict[str, An
             src = sig.tensor_decls[o.dtype_src]
             dt = (_dt.short(src.dtype) if src.dtype is not None and not isinstance(src.dtype, str)
                   else f"dtype of {src.name}")
-        outputs.append({"name": decl.name, "shape": [f(e) for e in o.shape], "dtype": dt})
+        shape = [f(e) for e in o.shape]
+        entry = {"name": decl.name, "shape": shape, "dtype": dt}
+        if o.written >= 0:  # the axis holds the bound; the kernel writes the size to the count output
+            shape[o.written] = f"{sig.outputs[o.count].name} <= {shape[o.written]}"
+        if o.bounds:
+            entry["written"] = {"max": f(o.bounds[0]), "opt": f(o.bounds[1])}
+        outputs.append(entry)
     def arg(q) -> str:  # one kernel parameter's value, in the kernel's order (Signature.params)
         if q.role == "input":
             return f"{names[q.index]}.data_ptr()"
@@ -418,6 +424,10 @@ def format_op(d: Dict[str, Any]) -> str:
         add(f"    block       ({', '.join(map(str, p['block']))})")
         add(f"    shared mem  {p['shared_mem']} bytes")
         for o in p["outputs"]:
+            if "written" in o:  # a size the kernel writes: a 0-D count, not returned
+                add(f"    count       {o['name']}: {o['dtype']} the kernel writes, in [0, {o['written']['max']}] (not "
+                    f"returned; TensorRT: a size tensor tuned for {o['written']['opt']})")
+                continue
             add(f"    output      {o['name']}: ({', '.join(o['shape'])}{',' if len(o['shape']) == 1 else ''}) "
                 f"{o['dtype']}")
         add(f"    arguments   ({', '.join(p['arguments'])})")
