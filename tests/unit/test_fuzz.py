@@ -32,6 +32,7 @@ SOURCES = {
     "k5": 'extern "C" __global__ void k5(const float* x, int n0, int n1, float a, int m, float* y) {}',
     "bad": 'extern "C" __global__ void bad(const float* x, int n, float* y) { int = ; }',
     "k6": 'template <typename T, typename W> __global__ void k6(const T* x, const W* w, int n, T* y) {}',
+    "k7": 'extern "C" __global__ void k7(const float* x, int n, float* y, int* count) {}',
 }
 NAMES = st.sampled_from(["x", "w", "a", "n", "y", "self", "class", "1x", "", None, 3])
 SMALL_INT = st.sampled_from([-2, -1, 0, 1, 2, 3, 7, 2**31, -(2**31) - 1, 2**40, 1.5, True, "2", None])
@@ -55,7 +56,10 @@ EXPR = st.one_of(exprs(), st.sampled_from([3, -1, 1.5, "n", None]))
 SHAPE = st.one_of(
     st.builds(ttk.SameAs, st.one_of(NAMES, SMALL_INT)),
     st.builds(ttk.ReduceDims, NAMES, st.one_of(st.tuples(SMALL_INT), st.just(()), SMALL_INT), st.booleans()),
-    st.lists(EXPR, max_size=3).map(tuple), st.just("x"), st.none(),
+    st.lists(st.one_of(EXPR, EXPR, st.builds(  # ttk.Written: a size the kernel writes, among the axes
+        ttk.Written, st.one_of(NAMES, st.sampled_from(["count", "count", "n"])), EXPR, st.one_of(st.none(), EXPR),
+        st.sampled_from([torch.int32, torch.int64, torch.float32, None, "int32"]))), max_size=3).map(tuple),
+    st.just("x"), st.none(),
 )
 BLOCK = st.one_of(st.sampled_from([(256,), (32, 8), (2048,), (0,), (1, 1, 65), (-1,), (1.5,), "256", 128, ()]))
 GEOMETRY = st.one_of(
@@ -87,7 +91,8 @@ OUTPUT = st.one_of(st.builds(ttk.OutputDecl, NAMES, SHAPE, dtype_from=st.sampled
                              dtype=DTYPE), st.just("y"))
 FIELD_VALUES = {  # per KernelSpec field: values to put there, valid and not
     "kernel_source": st.one_of(st.sampled_from(list(SOURCES.values())), st.sampled_from(["", None, 5, "\ud800"])),
-    "kernel_name": st.sampled_from(["k1", "k2", "k3", "k4", "bad", "nope", "k1<T>", "", None, "k6<T, W>", "k6<T>"]),
+    "kernel_name": st.sampled_from(["k1", "k2", "k3", "k4", "bad", "nope", "k1<T>", "", None, "k6<T, W>", "k6<T>",
+                                     "k7"]),
     "inputs": st.one_of(st.lists(INPUT, max_size=3), st.none(), INPUT),
     "outputs": st.one_of(st.lists(OUTPUT, max_size=2), st.none(), OUTPUT),
     "extras": st.one_of(st.lists(st.one_of(EXPR, SIZE_ARG), max_size=2), st.none(), EXPR, SIZE_ARG),
@@ -130,6 +135,9 @@ def base_specs():
              dtypes=[(torch.float16, torch.float32), (torch.float32, torch.float32)],
              inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype="W")], outputs=y, extras=[ttk.Numel("x")],
              geometry=ttk.Elementwise(), checks=[ttk.SameShape("x", "w")]),
+        dict(kernel_source=SOURCES["k7"], kernel_name="k7", inputs=[ttk.InputDecl("x")],
+             outputs=[ttk.OutputDecl("y", shape=(ttk.Written("count", max=ttk.Numel("x")),))],
+             extras=[ttk.SizeArg("n", ttk.Numel("x"))], geometry=ttk.Custom(grid=(1,), block=(32,))),
     ]
 
 
