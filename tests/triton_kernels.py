@@ -170,3 +170,25 @@ def declare_tuned_axpb(name, kernel=tuned_axpb_kernel, **kw):
                 grid=lambda meta: (ttk.cdiv(ttk.Numel("x"), meta["BLOCK"]),))
     args.update(kw)
     return ttk.triton_kernel_op(name, kernel, **args)
+
+
+@triton.jit
+def keep_positive_kernel(x_ptr, n, out_ptr, count_ptr, BLOCK: tl.constexpr):
+    """One program: the positive values of x, in order, packed at the front of out; their count stored last (an
+    output size the kernel decides). Each block's kept values get their slots from a running count and a cumsum."""
+    kept = 0
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        keep = (x > 0).to(tl.int32)
+        slot = kept + tl.cumsum(keep, axis=0) - 1
+        tl.store(out_ptr + slot, x, mask=keep > 0)
+        kept += tl.sum(keep, axis=0)
+    tl.store(count_ptr, kept)
+
+
+def declare_keep_positive(name, arch=None):
+    return ttk.triton_kernel_op(
+        name, keep_positive_kernel, inputs=[ttk.InputDecl("x", ndim=1)],
+        outputs=[ttk.OutputDecl("out", shape=(ttk.Written("count", max=ttk.Numel("x")),))],
+        extras=[ttk.SizeArg("n", ttk.Numel("x"))], grid=(1,), constexprs={"BLOCK": 256}, arch_override=arch)

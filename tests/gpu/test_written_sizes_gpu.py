@@ -93,3 +93,29 @@ def test_the_plugins_replayed_as_tensorrt_launches_them_equal_eager(kernel, repl
         r = getattr(testing, replay)(op_of(kernel), *args)
         assert r.bitwise_equal, r
         _same(r.eager, kernel.reference(*args))
+
+
+def test_a_cuda_graph_capture_is_refused_naming_the_op():
+    op = op_of(gallery.DATA_DEPENDENT["nonzero_scan"])
+    (x,) = gallery.nonzero_inputs("cuda", 16)
+    op(x)  # (loaded before the capture)
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(ttk.LaunchError, match=r"decides output sizes \(ttk.Written\), which eager reads back"):
+        with torch.cuda.graph(g):
+            op(x)
+
+
+
+def test_a_triton_kernel_writes_its_count_too():
+    """A Triton kernel as published (one program, ``tl.cumsum`` for each kept element's slot, the count stored
+    last), its count parameter matched by name (``count_ptr``): eager and the AOT plugin's replay."""
+    pytest.importorskip("triton")
+    import triton_kernels as tk
+    from trt_kernels.testing import aot_replay
+
+    op = tk.declare_keep_positive(unique("ttk_written_gpu"))
+    for n in (1, 100, 1000, 1024):
+        x = torch.randn(n, device="cuda")
+        assert torch.equal(op(x), x[x > 0])
+    r = aot_replay(op, torch.randn(1000, device="cuda"))
+    assert r.bitwise_equal, r

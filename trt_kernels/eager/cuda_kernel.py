@@ -107,6 +107,10 @@ def written_sizes(kop: KernelOp, inner):
     single = len(returned) == 1
 
     def impl(*args):
+        if torch.cuda.is_current_stream_capturing():
+            raise LaunchError(f"{kop.op_name}: its kernel decides output sizes (ttk.Written), which eager reads back "
+                              "after the launch, a synchronisation a CUDA graph capture cannot hold. Fix: call it "
+                              "outside the captured region, or capture the ops before and after it")
         outs = inner(*args)
         got = {}
         for c, i in bound_of.items():
