@@ -886,8 +886,8 @@ def _check_written(op: str, where: str, w: spec.Written, tnames, tensors, scalar
 
 
 def _counts(op: str, outputs, names, has_meta_fn: bool, has_eager_fn: bool, tensors) -> list:
-    """The sizes the outputs' :class:`~trt_kernels.spec.Written` axes name, in order of first use, each once:
-    ``[(name, Written)]``; outputs naming the same count must declare it alike."""
+    """The names of the sizes the outputs' :class:`~trt_kernels.spec.Written` axes write, in order of first use, each
+    once; outputs naming the same count must declare it alike."""
     found: dict = {}
     for i, o in enumerate(outputs):
         if not isinstance(o.shape, (tuple, list)):
