@@ -23,10 +23,10 @@ def make_cuda_impl(kop: KernelOp, shell=None, definition=None):
     Launchers are specialized functions from :mod:`trt_kernels.eager.fastpath`; building one checks
     the dtypes and ranks (clear errors), later calls only look it up.
     """
+    if kop.varies:  # (each variant's kernel is this function's, so a variant reads its written sizes itself)
+        return _varying_impl(kop, shell)
     if kop.sig.counts:
         return _written_impl(kop, shell)
-    if kop.varies:
-        return _varying_impl(kop, shell)
     return _plain_impl(kop, shell, definition)
 
 
@@ -82,13 +82,13 @@ def _plain_impl(kop: KernelOp, shell=None, definition=None):
 
 def _written_impl(kop: KernelOp, shell=None):
     """The eager CUDA kernel of an op whose kernel writes sizes (:class:`~trt_kernels.spec.Written`): the op's
-    launch (every output allocated at its bound, each count a 0-D tensor), then each count read back (one
-    stream synchronisation for all of them) and checked against its bound, and the outputs returned at their
+    launch (every output allocated at its bound, each count a 0-D tensor), then each count read back (the first
+    read synchronises the stream) and checked against its bound, and the outputs returned at their
     actual sizes: the first ``numel`` elements of each buffer, the kernel having written it densely in the
     shape it reports (as TensorRT reads a data-dependent output)."""
     from trt_kernels.eager.dispatcher import retarget
 
-    impl = written_sizes(kop, _varying_impl(kop) if kop.varies else _plain_impl(kop))
+    impl = written_sizes(kop, _plain_impl(kop))
     if shell is not None:
         retarget(shell, {"eager": impl}, f"<trt_kernels written sizes {kop.op_name}>")
         return shell
@@ -106,8 +106,10 @@ def written_sizes(kop: KernelOp, inner):
     bound_of = {c: next(i for i, _, cc in plan if cc == c) for c in counts}  # an output whose axis c sizes
     single = len(returned) == 1
 
+    capturing = torch.cuda.is_current_stream_capturing if torch.version.cuda is not None else lambda: False
+
     def impl(*args):
-        if torch.cuda.is_current_stream_capturing():
+        if capturing():
             raise LaunchError(f"{kop.op_name}: its kernel decides output sizes (ttk.Written), which eager reads back "
                               "after the launch, a synchronisation a CUDA graph capture cannot hold. Fix: call it "
                               "outside the captured region, or capture the ops before and after it")
@@ -168,7 +170,7 @@ def _varying_impl(kop: KernelOp, shell=None):
         f = impls.get(id(v))
         if f is None:
             with lock:
-                f = impls.setdefault(id(v), _plain_impl(v))  # (a variant's config is fixed)
+                f = impls.setdefault(id(v), make_cuda_impl(v))
         return f
 
     def impl(*args):
