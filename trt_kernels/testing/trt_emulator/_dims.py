@@ -328,13 +328,7 @@ class IExprBuilder(Strict):
         build, which reports it as TensorRT reports build errors."""
         if not isinstance(output_index, int) or isinstance(output_index, bool):
             raise TypeError(f"declare_size_tensor() needs an int output index, got {type(output_index).__name__}")
-        for what, side in (("opt", opt), ("upper", upper)):
-            if not isinstance(side, IDimensionExpr):
-                raise TypeError(f"declare_size_tensor() needs IDimensionExpr {what}, got {type(side).__name__} "
-                                "(a fake ShapeExpr, a plain int, or an expression created outside a shape context?)")
-            why = foreign(side, self)
-            if why:
-                raise ValueError(f"IExprBuilder.declare_size_tensor({what}): {why}")
+        self._check_operands("declare_size_tensor(opt, upper)", opt, upper)
         # NvInferRuntime.h: opt "must not depend on a size tensor"; TensorRT-RTX 1.7.1 refuses a size tensor as opt
         # at the call (notes/data_dependent_shapes.md, section G); the emulator refuses it as the upper bound too
         self._no_size_tensor("IExprBuilder::declareSizeTensor", opt, upper)
