@@ -22,10 +22,11 @@ Needs the ``tensorrt-cu13-bindings`` wheel's pure-Python plugin package (install
 ``enqueue``). For an op that writes inputs in place the plugin's outputs are its fresh outputs then each
 written input's new value (a JIT plugin: see :attr:`KernelOp.aot`), compared with the eager op run on
 copies of the inputs; the replay also checks the plugin left its inputs as they were (TensorRT's plugin
-inputs are read-only).
+inputs are read-only). For an op whose kernel writes output sizes (``ttk.Written``) the plugin's last outputs are
+its size tensors: the replay's buffers hold the bounds, and the outputs compared are each at the size its count
+holds.
 """
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -124,25 +125,15 @@ def _poisoned(shape, dtype, device):
 
 def _written(kop, outs: List[torch.Tensor]) -> List[torch.Tensor]:
     """The plugin's outputs as the op returns them: for an op whose kernel writes sizes (``ttk.Written``), each data
-    output at the size its count (a size tensor, among the plugin's last outputs) holds, read as TensorRT reads a
-    data-dependent output (the buffer's first elements, row-major), and the size tensors left out; a count outside
-    ``[0, bound]`` (a never-written one reads -1, the poison) raises."""
-    sig = kop.sig
-    if not sig.counts:
+    output at the size its count (a size tensor, among the plugin's last outputs) holds, read as eager and TensorRT
+    read it (the buffer's first elements, row-major), the size tensors left out; a count outside ``[0, bound]`` (a
+    never-written one reads -1, the poison) raises, as in eager."""
+    if not kop.sig.counts:
         return outs
-    got = []
-    for i in sig.returned:
-        o, out = sig.outputs[i], outs[i]
-        if o.written >= 0:
-            n = int(outs[o.count].item())
-            if not 0 <= n <= out.shape[o.written]:
-                raise RuntimeError(f"{kop.op_name}: the plugin wrote {sig.outputs[o.count].name} = {n}, outside [0, "
-                                   f"{out.shape[o.written]}] (-1: never written)")
-            shape = list(out.shape)
-            shape[o.written] = n
-            out = out.reshape(-1)[:math.prod(shape)].view(shape)
-        got.append(out)
-    return got
+    from trt_kernels.eager.cuda_kernel import written_sizes
+
+    res = written_sizes(kop, lambda: outs)()
+    return list(res) if isinstance(res, tuple) else [res]
 
 
 def aot_replay(op, *args, tactic: Optional[int] = None,
