@@ -105,8 +105,14 @@ def warm_cache(tmp_path_factory):
     return cache
 
 
-def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
-    res = run(warm_cache)
+@pytest.fixture(scope="module")
+def warm(warm_cache):
+    """One warm start (import and the seven declarations over the filled cache), which the tests below read."""
+    return run(warm_cache)
+
+
+def test_warm_declarations_load_nothing_they_do_not_need(warm):
+    res = warm
     assert res["nvrtc_loaded"] is False
     assert res["headers"] is False
     assert res["cuda_initialized"] is False
@@ -122,24 +128,24 @@ def test_warm_declarations_load_nothing_they_do_not_need(warm_cache):
     assert res["launch_code"] == []
 
 
-def test_importing_generates_no_code(warm_cache):
+def test_importing_generates_no_code(warm):
     """No dataclass or NamedTuple method source is generated and compiled at ``import trt_kernels``
     (the records of trt_kernels._record are written out; tests/unit/test_records.py)."""
-    res = run(warm_cache)
+    res = warm
     assert res["generated_at_import"] == []
 
 
-def test_importing_and_declaring_register_no_dataclass(warm_cache):
+def test_importing_and_declaring_register_no_dataclass(warm):
     """The spec's and expressions' records are registered with ``dataclasses`` only when something asks
     for their fields (``trt_kernels._record.record``): neither the import nor the declarations do."""
-    res = run(warm_cache)
+    res = warm
     assert res["dataclasses_registered"] == []
 
 
-def test_declaring_compiles_no_source(warm_cache):
+def test_declaring_compiles_no_source(warm):
     """A declaration installs its dispatcher without compiling any source: the code specialized to the
     inputs is written and compiled at the op's first call (tests/unit/test_fastpath.py)."""
-    res = run(warm_cache)
+    res = warm
     assert res["generated_declaring"] == [], "\n".join(res["generated_declaring"])
 
 
