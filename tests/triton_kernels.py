@@ -187,8 +187,10 @@ def keep_positive_kernel(x_ptr, n, out_ptr, count_ptr, BLOCK: tl.constexpr):
     tl.store(count_ptr, kept)
 
 
-def declare_keep_positive(name, arch=None):
+def declare_keep_positive(name, arch=None, per_call=False):
+    """``per_call``: BLOCK computed at each call from the input's size (a variant per value: a JIT TensorRT plugin)."""
+    block = (ttk.maximum(ttk.minimum(ttk.next_power_of_2(ttk.Numel("x")), 1024), 16) if per_call else 256)
     return ttk.triton_kernel_op(
         name, keep_positive_kernel, inputs=[ttk.InputDecl("x", ndim=1)],
         outputs=[ttk.OutputDecl("out", shape=(ttk.Written("count", max=ttk.Numel("x")),))],
-        extras=[ttk.SizeArg("n", ttk.Numel("x"))], grid=(1,), constexprs={"BLOCK": 256}, arch_override=arch)
+        extras=[ttk.SizeArg("n", ttk.Numel("x"))], grid=(1,), constexprs={"BLOCK": block}, arch_override=arch)

@@ -111,11 +111,17 @@ def test_a_triton_kernel_writes_its_count_too():
     last), its count parameter matched by name (``count_ptr``): eager and the AOT plugin's replay."""
     pytest.importorskip("triton")
     import triton_kernels as tk
-    from trt_kernels.testing import aot_replay
+    from trt_kernels.testing import aot_replay, jit_replay
 
     op = tk.declare_keep_positive(unique("ttk_written_gpu"))
     for n in (1, 100, 1000, 1024):
         x = torch.randn(n, device="cuda")
         assert torch.equal(op(x), x[x > 0])
     r = aot_replay(op, torch.randn(1000, device="cuda"))
+    assert r.bitwise_equal, r
+    per_call = tk.declare_keep_positive(unique("ttk_written_gpu"), per_call=True)  # a variant per BLOCK value
+    for n in (1, 100, 1000, 5000):
+        x = torch.randn(n, device="cuda")
+        assert torch.equal(per_call(x), x[x > 0])
+    r = jit_replay(per_call, torch.randn(1000, device="cuda"))
     assert r.bitwise_equal, r

@@ -226,3 +226,26 @@ def test_the_kernel_s_registry_entry_says_aot_and_output_allocator(tt, ops):
     for k in gallery.DATA_DEPENDENT.values():
         kop = registry.get(ops[k.name].default._schema.name)
         assert kop.aot.aot and "AOT" in kop.tensorrt.plugin
+
+
+def test_a_jit_plugin_writes_its_size_inside_the_engine(tt):
+    """A Triton kernel whose BLOCK is computed per call (a variant per value, so TensorRT runs its JIT plugin):
+    TensorRT's enqueue gives the data output with -1 in the written axis and a buffer at the bound; the impl
+    launches the variant the sizes select, which writes the count; static and dynamic profiles."""
+    pytest.importorskip("triton")
+    import triton_kernels as tk
+
+    op = tk.declare_keep_positive(unique("ttk_written_emu"), per_call=True)
+    assert not registry.get(op.default._schema.name).aot.aot
+    x = torch.randn(300, device="cuda")
+    trt_model = emu.compile_trt(tt, around(op, (x,)), [x])
+    assert [layer["kind"] for layer in emu.layers(trt_model) if "plugin" in layer] == ["jit_plugin"]
+    for fresh in (torch.randn(300, device="cuda"), -torch.rand(300, device="cuda")):
+        with torch.no_grad():
+            _same(trt_model(fresh), (fresh[fresh > 0] + 1,))
+    dyn = emu.compile_trt(tt, around(op, (x,)), [tt[1].Input(min_shape=(1,), opt_shape=(300,), max_shape=(4096,),
+                                                             dtype=torch.float32)])
+    for n in (1, 17, 300, 4096):
+        fresh = torch.randn(n, device="cuda")
+        with torch.no_grad():
+            _same(dyn(fresh), (fresh[fresh > 0] + 1,))
