@@ -34,7 +34,7 @@ from trt_kernels.dtypes import INT_RANGES, TENSOR_TYPES, c_scalar_text, trt_name
 from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Const, SizesEvaluator, binop, evaluate
 from trt_kernels.op import KernelOp, TensorRTSide
-from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, torch_dtype, trt_dtype
+from trt_kernels.plugins.shapes import TrtEvaluator, autotune_type_string, bound_shapes, torch_dtype, trt_dtype
 from trt_kernels.signature import scalar_c, scalar_items, scalar_len, scalar_type, scalar_type_name, scalar_value
 
 
@@ -400,7 +400,8 @@ class PluginBuilder:
             kop = self.kop
             stream = int(a["stream"])
             # an output whose size the kernel writes comes with -1 there: its buffer holds the bound's shape
-            bounds = self.bound_shapes(a) if kop.sig.counts else {}
+            bounds = bound_shapes(kop, [tuple(int(d) for d in a[n].shape) for n in self.tensor_names],
+                                  self.scalars(a)) if kop.sig.counts else {}
             outs = [device_tensor(o, self.trt, bounds.get(i)) for i, o in enumerate(a["outputs"])]
             fresh = len(outs) - len(self.mutated)
             # an input written in place runs in its output's buffer, holding a copy of the input (TensorRT's
@@ -424,18 +425,6 @@ class PluginBuilder:
             launch_into(kop, args, outs[:fresh], stream, tactic=int(a.get("tactic") or 1))
 
         return self._make("impl", body, params, None)
-
-    def bound_shapes(self, a: Dict[str, Any]) -> Dict[int, Tuple[int, ...]]:
-        """``{output index: shape at the bound}`` of each output whose size the kernel writes, at the JIT
-        impl's input shapes and attributes (``a``)."""
-        from trt_kernels.plan import concrete
-
-        sig = self.kop.sig
-        shapes = [tuple(int(d) for d in a[n].shape) for n in self.tensor_names]
-        scalars = self.scalars(a)
-        sizes = concrete(self.kop.plan(tuple(len(s) for s in shapes)), shapes, sig.tensor_names, scalars,
-                         [d.name for d in self.scalar_decls])
-        return {i: sizes.outputs[i] for i, o in enumerate(sig.outputs) if o.written >= 0}
 
     def autotune(self):
         trtp = self.trtp

@@ -8,7 +8,7 @@ swapped to the right, and on the left of ``-``/``//`` it becomes a constant ``tr
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -100,3 +100,15 @@ def autotune_type_string(io_dtypes: List[List[torch.dtype]]) -> str:
             names.append(n)
         cols.append("|".join(names))
     return ", ".join(cols)
+
+
+def bound_shapes(kop, shapes: Sequence[Sequence[int]], scalars: Sequence[Any]) -> Dict[int, Tuple[int, ...]]:
+    """``{output index: its shape at the bound}`` of each output of ``kop`` whose size the kernel writes
+    (:class:`~trt_kernels.spec.Written`), at input ``shapes`` and scalar values ``scalars``: what the plugin's
+    buffer for it holds when TensorRT runs the plugin, whose descriptor shows -1 in that axis."""
+    from trt_kernels.plan import concrete
+
+    sig = kop.sig
+    sizes = concrete(kop.plan(tuple(len(s) for s in shapes)), shapes, sig.tensor_names, scalars,
+                     [d.name for d in sig.scalar_decls])
+    return {i: sizes.outputs[i] for i, o in enumerate(sig.outputs) if o.written >= 0}

@@ -40,7 +40,7 @@ from trt_kernels.errors import InputError, UnregisteredOpError
 from trt_kernels.expr import Evaluator, evaluate
 from trt_kernels.onnx_export import PLUGIN_VERSION  # the version export() writes on every node
 from trt_kernels.op import KernelOp
-from trt_kernels.plugins.shapes import torch_dtype, trt_dtype
+from trt_kernels.plugins.shapes import bound_shapes, torch_dtype, trt_dtype
 from trt_kernels.registry import lookup
 from trt_kernels.signature import scalar_items, scalar_len, scalar_type, scalar_value
 
@@ -265,15 +265,10 @@ def _make_classes(trt):
             tensors = iter(_device_tensor(trt, d, p) for d, p in zip(input_desc, inputs))
             args = [next(tensors) if k == "tensor" else scalar_value(self.op_name, s, self.scalars[s.name])
                     for k, s in zip(kop.sig.arg_kinds, kop.sig.inputs)]
-            bounds = {}
-            if kop.sig.counts:  # an output whose size the kernel writes: its buffer holds the bound's shape
-                from trt_kernels.plan import concrete
-
-                shapes = [tuple(int(x) for x in d.dims) for d in input_desc]
-                sizes = concrete(kop.plan(tuple(len(x) for x in shapes)), shapes, kop.sig.tensor_names,
-                                 [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"],
-                                 [d.name for d in kop.sig.scalar_decls])
-                bounds = {i: sizes.outputs[i] for i, o in enumerate(kop.sig.outputs) if o.written >= 0}
+            # an output whose size the kernel writes: its buffer holds the bound's shape
+            scalars = [a for a, k in zip(args, kop.sig.arg_kinds) if k == "scalar"]
+            bounds = (bound_shapes(kop, [tuple(int(x) for x in d.dims) for d in input_desc], scalars)
+                      if kop.sig.counts else {})
             outs = [_device_tensor(trt, d, p, bounds.get(i)) for i, (d, p) in enumerate(zip(output_desc, outputs))]
             launch_into(kop, args, outs, int(stream), tactic=self.tactic)
 

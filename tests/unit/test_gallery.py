@@ -524,6 +524,13 @@ def test_the_command_line_sees_every_gallery_op():
         gallery.IN_PLACE) + list(gallery.DATA_DEPENDENT), r.stdout
 
 
+def declared_names(sig):
+    """The declared name each of the kernel's parameters takes its value from, in the kernel's order."""
+    name = {"input": lambda q: sig.tensor_names[q.index], "scalar": lambda q: sig.scalar_decls[q.index].name,
+            "extra": lambda q: sig.extra_names[q.index], "output": lambda q: sig.outputs[q.index].name}
+    return [name[q.role](q) for q in sig.params(torch.float32)]
+
+
 # ---------------- kernels that write their inputs in place ----------------
 
 IN_PLACE = [pytest.param(k, id=k.name) for k in gallery.IN_PLACE.values()]
@@ -538,11 +545,8 @@ def test_an_in_place_kernel_declares_as_written(kernel):
     schema = str(op.default._schema)
     assert schema.endswith("-> ()") and schema.count("!)") == len(kernel.written)
     assert [kop.sig.tensor_pos[t] for t in kop.sig.mutated] == list(kernel.written)
-    sig = kop.sig
-    declared = {"input": lambda q: sig.tensor_names[q.index], "scalar": lambda q: sig.scalar_decls[q.index].name,
-                "extra": lambda q: sig.extra_names[q.index]}
-    assert kernel_param_names(gallery.kernel_text(kernel.file), kernel.kernel_name) == [
-        declared[q.role](q) for q in sig.params(torch.float32)]  # matched by name, in the kernel's order
+    assert kernel_param_names(gallery.kernel_text(kernel.file), kernel.kernel_name) == declared_names(
+        kop.sig)  # matched by name, in the kernel's order
     assert kop.tensorrt.plugin == "" or "in place" in kop.tensorrt.plugin
 
 
@@ -578,10 +582,8 @@ def test_a_data_dependent_kernel_declares_as_written(kernel):
     sig = kop.sig
     assert len(sig.counts) == 1  # returned: the reference's outputs, not the count
     assert len(op.default._schema.returns) == len(gallery._first(kernel.reference(*kernel.inputs("cpu", 5))))
-    names = {"input": lambda q: sig.tensor_names[q.index], "scalar": lambda q: sig.scalar_decls[q.index].name,
-             "extra": lambda q: sig.extra_names[q.index], "output": lambda q: sig.outputs[q.index].name}
-    assert kernel_param_names(gallery.kernel_text(kernel.file), kernel.kernel_name) == [
-        names[q.role](q) for q in sig.params(torch.float32)]  # the count too, matched by name
+    assert kernel_param_names(gallery.kernel_text(kernel.file), kernel.kernel_name) == declared_names(
+        sig)  # the count too, matched by name, in the kernel's order
     kop.image(torch.float32)  # NVRTC compiles it for sm_90 here
     assert kop.aot.aot, kop.aot.why  # one kernel writing its own count: an AOT plugin
 

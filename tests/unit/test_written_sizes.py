@@ -216,3 +216,15 @@ def test_a_written_axis_after_the_first_keeps_the_kernel_s_dense_layout():
     # columns of the (2, 6) bound: the simulated kernel wrote the 4 kept values first, so they are row 0
     assert kept.shape == (2, 4) and kept.is_contiguous()
     assert torch.equal(kept[0], torch.tensor([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_the_plugins_view_a_written_output_at_its_bound():
+    """What both TensorRT plugins (QDP JIT impl, ONNX route enqueue) view a written output's buffer as: the
+    output's shape at the bound, the count itself left out (TensorRT shows -1 in that axis)."""
+    from trt_kernels.plugins.shapes import bound_shapes
+
+    _, kop = _declare(keep_spec(outputs=[
+        ttk.OutputDecl("kept", shape=(2, ttk.Written("num_kept", max=ttk.Numel("x") * 3))),
+        ttk.OutputDecl("where", shape=(ttk.Written("num_kept", max=ttk.Numel("x") * 3),))]))
+    assert bound_shapes(kop, [(7,)], []) == {0: (2, 21), 1: (21,)}
+    assert bound_shapes(kop, [(0,)], []) == {0: (2, 0), 1: (0,)}
