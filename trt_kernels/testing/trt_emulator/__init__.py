@@ -19,6 +19,15 @@ emulated TensorRT lacks it (``IAlgorithmSelector`` under 11.x: "does not exist i
 (removed in 11.0)") or the emulator does ("is not implemented by the TensorRT emulator"); a layer
 kind that is not emulated fails the build naming its kind.
 Names beginning with ``_`` are the emulator's own.
+
+Engine compatibility is modelled as TensorRT documents it: plans record the building TensorRT version, compute
+capability, hardware compatibility level and builder flags, and ``Runtime.deserialize_cuda_engine`` applies
+TensorRT's version-compatibility, lean-runtime and hardware-compatibility rules (``_engine``, ``_builder``).
+A test makes the emulator believe the GPU is another card with :func:`stand_in_device` (``_device``): the
+one public name here that is not TensorRT's, so it exists only where this package is imported by its own name
+(``trt_kernels.testing.trt_emulator.stand_in_device``), never on the native module ``tensorrt.tensorrt``
+(where ``tensorrt.tensorrt._device.stand_in_device`` is the same function). Its state is
+``$TRT_EMULATOR_STAND_IN_CC``, shared by every copy of the emulator in the process and by child processes.
 """
 
 # The imports marked F401 are the emulated module's public names (NVIDIA's tensorrt/__init__.py does
@@ -105,6 +114,11 @@ __all__ = sorted(
         "fp8", "int4", "fp4", "e8m0",
     ] + (["IAlgorithmSelector"] if _version.PROFILE == "10.15" else [])
 )
+
+
+if __name__ == "trt_kernels.testing.trt_emulator":
+    # imported by its own name, not loaded as the native module (whose public names must all be TensorRT's)
+    from ._device import stand_in_device  # noqa: F401
 
 
 def __getattr__(name):

@@ -22,8 +22,18 @@ plugin offers several runnable tactics and a GPU is present, each is launched an
 profile's ``opt`` shapes on zero-filled buffers and the fastest is kept, as TensorRT times
 tactics; without a GPU (or with ``timing=False``) the first runnable one is kept, and
 ``force_tactic`` in ``trt_kernels.testing`` pins one. The plan records the emulated TensorRT
-version and the build device's compute capability. A failed build returns ``None`` and reports
-the reason through the logger, as TensorRT does.
+version, the build device's compute capability (a stood-in one: ``_device.stand_in_device``), the
+hardware compatibility level and the builder flags by name (VERSION_COMPATIBLE, EXCLUDE_LEAN_RUNTIME
+among them): what ``Runtime.deserialize_cuda_engine`` checks. A failed build returns ``None`` and
+reports the reason through the logger, as TensorRT does.
+
+Engine compatibility at build (``_Build._check``, ``_Build._portable_problems``): AMPERE_PLUS is refused on a
+build device below compute 8.0 and SAME_COMPUTE_CAPABILITY below 7.5 (NvInfer.h: "only supported for engines
+built on NVIDIA Ampere and later GPUs" / "Turing and later"), VERSION_COMPATIBLE below 7.0 ("Volta and
+later"), BuilderFlag.FP8 (10.15) with AMPERE_PLUS ("not supported"), and ``build_engine_with_config`` refuses
+VERSION_COMPATIBLE ("does not support"; use ``build_serialized_network``). Under AMPERE_PLUS an AOT tactic whose
+PTX does not load on every GPU of compute 8.0 and up (``.target`` above ``sm_80``, or an ``a``/``f`` target) is
+refused at build: the emulator's rule, stricter than what is known of TensorRT (see ``_portable_problems``).
 
 A plugin's size tensors (data-dependent extents, ``IExprBuilder.declare_size_tensor``) are checked as
 TensorRT checks them (``_Build._size_tensors``: a 0-D INT32/INT64 output of the plugin, bounds free of
@@ -147,6 +157,9 @@ class IBuilderConfig(Strict):
     def __setattr__(self, name, value):
         if name not in _KNOBS:
             raise AttributeError(missing_member(IBuilderConfig, name))
+        if name == "hardware_compatibility_level" and not isinstance(value, HardwareCompatibilityLevel):
+            # the binding's setter converts only the enum's own members
+            raise TypeError(f"hardware_compatibility_level needs a tensorrt.HardwareCompatibilityLevel, got {value!r}")
         self._knobs[name] = value
 
     # flags and memory pools
@@ -239,6 +252,12 @@ class Builder(Strict):
     def build_engine_with_config(self, network: INetworkDefinition, config: IBuilderConfig):
         from ._engine import Runtime
 
+        if config.get_flag(BuilderFlag.VERSION_COMPATIBLE):
+            # NvInfer.h, IBuilder::buildEngineWithConfig: "This function does not support
+            # BuilderFlag::kVERSION_COMPATIBLE. Please use buildSerializedNetwork to get a version compatible engine."
+            report(self._logger, Severity.ERROR, "IBuilder::buildEngineWithConfig: BuilderFlag.VERSION_COMPATIBLE is "
+                   "not supported here; use build_serialized_network to get a version compatible engine")
+            return None
         blob = self.build_serialized_network(network, config)
         if blob is None:
             return None
@@ -276,6 +295,7 @@ class _Build:
             raise BuildError(f"engine capability {cfg.engine_capability} is not emulated (STANDARD only)")
         if cfg.default_device_type != DeviceType.GPU:
             raise BuildError("DLA is not emulated")
+        self._check_compatibility()
         if not net._outputs:
             raise BuildError("the network has no outputs (mark_output was never called)")
         if len(cfg._profiles) > 1:
@@ -284,6 +304,27 @@ class _Build:
         dup = sorted({n for n in names if names.count(n) > 1 and not self._same_tensor(n)})
         if dup:
             raise BuildError(f"I/O tensor names are not unique: {dup}")
+
+    def _check_compatibility(self) -> None:
+        """What NvInfer.h says the hardware compatibility levels and version compatibility need of the build GPU
+        (``HardwareCompatibilityLevel``, ``BuilderFlag::kVERSION_COMPATIBLE``, ``kFP8``); the texts are the
+        emulator's."""
+        cfg, dev = self.cfg, self.device
+        level = cfg.hardware_compatibility_level
+        where = f"the build device is compute {dev.compute} ({dev.name})"
+        if level == HardwareCompatibilityLevel.AMPERE_PLUS and dev.cc < (8, 0):
+            raise BuildError("HardwareCompatibilityLevel.AMPERE_PLUS is only supported for engines built on NVIDIA "
+                             f"Ampere and later GPUs (compute capability 8.0 and up); {where}")
+        if level == HardwareCompatibilityLevel.SAME_COMPUTE_CAPABILITY and dev.cc < (7, 5):
+            raise BuildError("HardwareCompatibilityLevel.SAME_COMPUTE_CAPABILITY is only supported for engines built "
+                             f"on NVIDIA Turing and later GPUs (compute capability 7.5 and up); {where}")
+        if cfg.get_flag(BuilderFlag.VERSION_COMPATIBLE) and dev.cc < (7, 0):
+            raise BuildError("BuilderFlag.VERSION_COMPATIBLE is only supported by NVIDIA Volta and later GPUs "
+                             f"(compute capability 7.0 and up); {where}")
+        if (level == HardwareCompatibilityLevel.AMPERE_PLUS and "FP8" in BuilderFlag.__members__
+                and cfg.get_flag(BuilderFlag.__members__["FP8"])):
+            raise BuildError("BuilderFlag.FP8 (plugins with FP8 input/output) is not supported when "
+                             "HardwareCompatibilityLevel.AMPERE_PLUS is enabled")
 
     def _same_tensor(self, name) -> bool:
         ts = [t for t in self.net._inputs + self.net._outputs if t.name == name]
@@ -631,12 +672,39 @@ class _Build:
             except RuntimeError as e:  # _cuda.check names the CUDA error
                 return [f"the kernel {name!r} does not load: {e}"]
             b["kernel"], b["static_smem"] = kernel, b["fn"]["static_smem"]
-            return []
-        try:
-            b["static_smem"] = _ptx.check(ptx, name, self.device.cc)
+            if not self.device.stand_in:
+                return self._portable_problems(b)
+        try:  # without a GPU, or for a stood-in card: what that card's driver would refuse
+            static = _ptx.check(ptx, name, self.device.cc)
         except _ptx.PtxError as e:
-            return [f"the kernel {name!r} does not load: {e}"]
-        return []
+            return [f"the kernel {name!r} does not load on compute {self.device.compute}: {e}"]
+        if not self.device.gpu:
+            b["static_smem"] = static
+        return self._portable_problems(b)
+
+    def _portable_problems(self, b: Dict[str, Any]) -> List[str]:
+        """Under HardwareCompatibilityLevel.AMPERE_PLUS, the tactic's PTX must load on every GPU of compute
+        capability 8.0 and up: it must load on compute 8.0 (``_ptx.runs_on``: ``.target sm_80`` or lower) and carry
+        no ``a``/``f`` suffix (which ties it to one architecture or family).
+
+        This is the emulator's rule, stricter than what is known of TensorRT: nothing NVIDIA documents says
+        TensorRT looks at an AOT plugin's PTX target at build (notes/fleet_engines.md, open question F1); it
+        would build the engine, and the engine would fail where the driver of an older GPU refuses the PTX
+        (the emulator models that too, at deserialization). Refusing at build names the fix where it is cheap."""
+        if self.cfg.hardware_compatibility_level != HardwareCompatibilityLevel.AMPERE_PLUS:
+            return []
+        target = _ptx.target(b["ptx"])
+        if target is None:
+            return []  # the load check reports it
+        arch, suffix = target
+        if _ptx.runs_on(arch, suffix, (8, 0)) and not suffix:
+            return []
+        return [f"the kernel {b['kernel_name']!r} is PTX for .target sm_{arch}{suffix}, but a "
+                "HardwareCompatibilityLevel.AMPERE_PLUS engine must load on every GPU of compute capability 8.0 and "
+                "up (8.0, 8.6, 8.9, 9.0, 10.x, 12.x), and the driver of a compute 8.0 device refuses it: compile the "
+                "plugin's PTX for .target sm_80 with no 'a'/'f' suffix (e.g. NVRTC -arch=sm_80). (The TensorRT "
+                "emulator's rule, stricter than what is known of TensorRT, which would build the engine and fail "
+                "where an older GPU loads the PTX)"]
 
     def _limit_problems(self, b: Dict[str, Any]) -> List[str]:
         """The tactic's launch checked against the build device's limits at the optimization profile's
@@ -776,6 +844,9 @@ class _Build:
                 # compute capability): the emulated TensorRT's version and the build device's compute
                 # capability ("9.0" for a build without a GPU, which targets sm_90: see _device)
                 "tensorrt_version": _version.VERSION, "compute_capability": self.device.compute,
+                # and where else it may run (_engine.Runtime.deserialize_cuda_engine): the hardware compatibility
+                # level, and the VERSION_COMPATIBLE / EXCLUDE_LEAN_RUNTIME flags among config.flags
+                "hardware_compatibility_level": self.cfg.hardware_compatibility_level.name,
                 # flags by name: their values differ between TensorRT 10.15 and 11
                 "config": {"flags": [f.name for f in BuilderFlag if self.cfg.get_flag(f)],
                            "profiling_verbosity": self.cfg.profiling_verbosity.name,

@@ -7,7 +7,21 @@ capability 9.0 and sm_90's limits (:data:`SM90`). Real TensorRT does not build w
 all; an engine the emulator builds on the CPU is an engine for sm_90: it records compute 9.0, its
 plugin PTX was checked against sm_90 (``.target``) and its launches against sm_90's limits, and
 it deserializes where the device is compute 9.0 (a CPU process, which stands in for sm_90 again,
-or an H100/H200), and is refused elsewhere as TensorRT refuses a plan built for another GPU.
+or an H100/H200), and is refused elsewhere as TensorRT refuses a plan built for another GPU
+(unless it was built hardware-compatible: see ``_engine.Runtime.deserialize_cuda_engine``).
+
+Standing in another GPU (:func:`stand_in_device`, or ``$TRT_EMULATOR_STAND_IN_CC`` for a whole
+process and its children): the emulator then believes the device has that compute capability and
+that card's limits (:data:`CARDS`): builds record it and check plugin PTX and launches against it,
+deserialization compares plans with it. The state is the environment variable itself, so every
+copy of the emulator in the process (the ``tensorrt.tensorrt`` a stand-in block loads, and
+``trt_kernels.testing.trt_emulator`` imported by name) and every child process started inside the
+block agree; it is process-wide (all threads). On a machine with a GPU the stand-in's
+``Device.gpu`` stays ``True``: kernels are still loaded by the real card's driver and launched on
+it (tactic timing, ``execute_async_v3``), and in addition their PTX is checked against the
+stood-in compute capability (``_ptx.check``), as the stood-in card's driver would refuse it; the
+real card's own limits are not consulted then, the stood-in card's are. ``Device.stand_in`` says
+which one it is.
 
 Launch limits (what ``cuLaunchKernel`` refuses with ``CUDA_ERROR_INVALID_VALUE``, measured on an
 H100): a grid or block dimension of 0; more threads per block than the device (1024) or the
@@ -21,7 +35,9 @@ emulator models TensorRT as NOT opting in (the strict reading), so more than 48 
 is refused at build and fails at run time.
 """
 
-from typing import Dict, List, NamedTuple, Optional, Tuple
+import contextlib
+import os
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _cuda
 
@@ -34,7 +50,8 @@ class Device(NamedTuple):
     max_grid: Tuple[int, int, int]
     smem_default: int  # static + dynamic shared memory per block without the opt-in
     smem_optin: int  # static + dynamic shared memory per block with the opt-in
-    gpu: bool  # read from a real device (False: the sm_90 stand-in of a CPU process)
+    gpu: bool  # a real device is there (kernels load and launch on it); False: a CPU process
+    stand_in: bool = False  # a card named by stand_in_device / $TRT_EMULATOR_STAND_IN_CC, not the process's own
 
     @property
     def compute(self) -> str:
@@ -48,9 +65,81 @@ SM90 = Device("no GPU: the emulator builds for sm_90 (an H100's limits)", (9, 0)
 
 _BY_ORDINAL: Dict[int, Device] = {}
 
+#: the environment variable naming the compute capability the emulator stands in for ("8.6"); set by
+#: :func:`stand_in_device` for the duration of its block, or by hand for a whole (child) process
+ENV_VAR = "TRT_EMULATOR_STAND_IN_CC"
+
+
+def _card(name: str, cc: Tuple[int, int], smem_optin: int) -> Device:
+    # every card of the table: 1024 threads per block, block (1024, 1024, 64), grid (2**31-1, 65535, 65535)
+    # and 48 KB of shared memory per block without the opt-in, as on sm_90
+    return Device(name, cc, 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 49152, smem_optin, False, True)
+
+
+#: the cards the emulator can stand in for, by compute capability: the opt-in shared memory per block
+#: (static + dynamic) from the CUDA C++ Programming Guide's table of technical specifications per compute
+#: capability (notes/fleet_engines.md, section G); the other limits are the same on all of them
+CARDS: Dict[Tuple[int, int], Device] = {d.cc: d for d in (
+    _card("stand-in for compute 7.5 (Turing: T4, RTX 20)", (7, 5), 65536),
+    _card("stand-in for compute 8.0 (A100)", (8, 0), 166912),
+    _card("stand-in for compute 8.6 (A10, A40, RTX 30)", (8, 6), 101376),
+    _card("stand-in for compute 8.9 (L4, L40, RTX 40)", (8, 9), 101376),
+    _card("stand-in for compute 9.0 (H100, H200)", (9, 0), 232448),
+    _card("stand-in for compute 10.0 (B200)", (10, 0), 232448),
+    _card("stand-in for compute 12.0 (RTX 50, RTX PRO Blackwell)", (12, 0), 101376),
+)}
+
+
+def parse_cc(cc: Union[str, Sequence[int]], source: str = "compute capability") -> Tuple[int, int]:
+    """``(major, minor)`` of a card :data:`CARDS` knows, from ``(8, 6)`` or ``"8.6"``; else ``ValueError``
+    naming the known ones."""
+    key: Optional[Tuple[int, int]] = None
+    if isinstance(cc, str):
+        parts = cc.strip().split(".")
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            key = (int(parts[0]), int(parts[1]))
+    elif isinstance(cc, (tuple, list)) and len(cc) == 2 and all(isinstance(x, int) for x in cc):
+        key = (int(cc[0]), int(cc[1]))
+    if key not in CARDS:
+        known = ", ".join(f"{a}.{b}" for a, b in CARDS)
+        raise ValueError(f"{source} {cc!r}: the TensorRT emulator can stand in for compute capability {known} "
+                         "(give it as (8, 6) or \"8.6\")")
+    return key
+
+
+def stood_in() -> Optional[Tuple[int, int]]:
+    """The compute capability stood in for (:data:`ENV_VAR`), or ``None``."""
+    spec = os.environ.get(ENV_VAR)
+    return parse_cc(spec, f"${ENV_VAR}") if spec else None
+
+
+@contextlib.contextmanager
+def stand_in_device(cc: Union[str, Sequence[int]]) -> Iterator[Device]:
+    """Inside the block the emulator believes the GPU has compute capability ``cc`` (``(8, 6)`` or ``"8.6"``,
+    one of :data:`CARDS`) and that card's limits: :func:`current` returns its :class:`Device` (yielded), with
+    ``gpu`` telling whether a real GPU is there (see the module docstring). The previous state is restored on
+    exit, also when the block raises; blocks nest. An unknown ``cc`` is a ``ValueError`` listing the known ones,
+    raised before anything changes.
+
+    Process-wide: it sets :data:`ENV_VAR`, which every copy of the emulator in the process reads and child
+    processes started inside the block inherit."""
+    key = parse_cc(cc)
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = f"{key[0]}.{key[1]}"
+    try:
+        yield current()
+    finally:
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
 
 def current() -> Device:
     """The device builds target and engines run on in this process (see the module docstring)."""
+    cc = stood_in()
+    if cc is not None:
+        return CARDS[cc]._replace(gpu=_cuda.available())
     if not _cuda.available():
         return SM90
     ordinal = _cuda.device_ordinal()

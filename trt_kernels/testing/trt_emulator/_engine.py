@@ -24,8 +24,10 @@ negative or above the bound, and bound, so that the layers after it see the actu
 plugin sees -1 for the extents it writes itself, as ``tensorrt.plugin``'s ``Tensor.is_data_dependent``
 expects). Each output with an allocator is told its shape (``notify_shape``) once the engine ran.
 
-Failures are TensorRT's: ``deserialize_cuda_engine`` returns ``None`` and logs for a plan of another
-TensorRT version or built for a device of another compute capability; ``set_tensor_address``
+Failures are TensorRT's: ``deserialize_cuda_engine`` returns ``None`` and logs for a plan this runtime and
+device may not run (``Runtime.deserialize_cuda_engine``: TensorRT version, version compatibility and its lean
+runtime, compute capability and hardware compatibility level, plugin PTX the device's driver would refuse, a
+JIT plugin not registered); ``set_tensor_address``
 returns ``False`` and logs for an unknown name or an address not 256-byte aligned; and
 ``execute_async_v3`` returns ``False`` and logs when a layer cannot run (a launch CUDA would refuse,
 a zero grid or block dimension among them, checked before anything is enqueued). Note that
@@ -36,9 +38,18 @@ and only the log says why (tests of the emulated tier check the log for that).
 import operator
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from . import _cuda, _device, _version
+from . import _cuda, _device, _ptx, _version
 from ._dims import Dims, evaluate, expr_from_json, size_key, size_tensors_of, symbols_of
-from ._enums import ITEMSIZE, DataType, Severity, TensorFormat, TensorIOMode, TensorLocation, TensorRTPhase
+from ._enums import (
+    ITEMSIZE,
+    DataType,
+    HardwareCompatibilityLevel,
+    Severity,
+    TensorFormat,
+    TensorIOMode,
+    TensorLocation,
+    TensorRTPhase,
+)
 from ._format import decode, encode
 from ._logging import report
 from ._plugin import PluginFieldCollection, PluginTensorDesc, field_from_json
@@ -183,41 +194,121 @@ class IOutputAllocator(metaclass=_OutputAllocatorType):
         self.__dict__["_base_initialized"] = True
 
 
+def _release(version) -> Optional[Tuple[int, ...]]:
+    """``(10, 15, 1, 29)`` from ``"10.15.1.29"``; ``None`` for anything else."""
+    try:
+        return tuple(int(p) for p in str(version).split("."))
+    except ValueError:
+        return None
+
+
+_USAGE = "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error ("
+
+
 @unpicklable
 class Runtime(Strict):
+    """Deserializes plans where TensorRT would (:meth:`deserialize_cuda_engine`)."""
+
     def __init__(self, logger):
         self._logger = logger
+        self._host_code = False
 
     @property
     def logger(self):
         return self._logger
 
+    @property
+    def engine_host_code_allowed(self) -> bool:
+        """Whether this runtime may deserialize engines that contain host executable code (default ``False``):
+        a VERSION_COMPATIBLE plan carrying its lean runtime needs it (NvInferRuntime.h,
+        ``IRuntime::setEngineHostCodeAllowed``)."""
+        return self._host_code
+
+    @engine_host_code_allowed.setter
+    def engine_host_code_allowed(self, allowed) -> None:
+        self._host_code = bool(allowed)
+
+    def load_runtime(self, path: str) -> Optional["Runtime"]:
+        """NvInferRuntime.h, ``IRuntime::loadRuntime``: a runtime loaded from a lean runtime library, to run plans
+        built with VERSION_COMPATIBLE and EXCLUDE_LEAN_RUNTIME by that library's TensorRT version; ``None`` where it
+        cannot be loaded. The emulator loads no library: always ``None``, the reason logged."""
+        report(self._logger, Severity.ERROR, f"IRuntime::loadRuntime: Runtime load failed: {str(path)!r}: the TensorRT "
+               "emulator cannot load a lean runtime library; a plan built with VERSION_COMPATIBLE and "
+               f"EXCLUDE_LEAN_RUNTIME deserializes in the emulator only under the TensorRT version that built it "
+               f"(this is {_version.VERSION}), with a plain Runtime")
+        return None
+
     def deserialize_cuda_engine(self, serialized_engine) -> Optional["ICudaEngine"]:
+        """The engine, or ``None`` with the reason logged where TensorRT would refuse the plan here:
+
+        - a VERSION_COMPATIBLE plan that carries its lean runtime (built without EXCLUDE_LEAN_RUNTIME) needs
+          ``engine_host_code_allowed`` (TensorRT's words: "Cannot deserialize engine with lean runtime since
+          IRuntime::getEngineHostCodeAllowed() is false.");
+        - version: the plan's TensorRT version must be this one, unless the plan is VERSION_COMPATIBLE and this
+          runtime is newer (never older). A newer runtime runs such a plan with the lean runtime it carries; a
+          plan built with EXCLUDE_LEAN_RUNTIME needs ``load_runtime`` of the building version's lean library,
+          which the emulator cannot load: refused, saying so;
+        - compute capability: NONE and SAME_COMPUTE_CAPABILITY plans only on a device of the plan's; AMPERE_PLUS
+          plans on any device of compute 8.0 and up (TensorRT's words for a device below);
+        - every AOT plugin layer's PTX is checked against the device (without a GPU, or under a stood-in one:
+          ``_ptx.check``; on a real GPU its driver loads it when the layer first runs), and every JIT plugin layer
+          needs its plugin registered in this process.
+
+        TensorRT's texts are quoted where known (notes/fleet_engines.md, sections A, B and G); the rest is the
+        emulator's."""
         try:
             plan = decode(serialized_engine)
         except Exception as e:  # noqa: BLE001 - TensorRT reports a failed deserialization and returns None
             report(self._logger, Severity.ERROR, f"Error deserializing the engine (TensorRT emulator): {e}")
             return None
-        # TensorRT's own checks and words (IRuntime::deserializeCudaEngine, Error Code 6): a plan runs only
-        # on the TensorRT version that built it and on a device of the compute capability it was built for
-        # (the emulator does not emulate version- or hardware-compatible plans)
-        got, want = plan.get("tensorrt_version"), _version.VERSION
-        if got != want:
-            report(self._logger, Severity.ERROR, "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The "
-                   "engine plan file is not compatible with this version of TensorRT, expecting library version "
-                   f"{want} got {got}, please rebuild.)")
-            return None
-        got, want = plan.get("compute_capability"), _device.current().compute
-        if got != want:
-            report(self._logger, Severity.ERROR, "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The "
-                   f"engine plan file is generated on an incompatible device, expecting compute {want} got compute "
-                   f"{got}, please rebuild.)")
+        problem = self._incompatible(plan)
+        if problem:
+            report(self._logger, Severity.ERROR, problem)
             return None
         try:
             return ICudaEngine(plan, self._logger)
         except Exception as e:  # noqa: BLE001
             report(self._logger, Severity.ERROR, f"Error deserializing the engine (TensorRT emulator): {e}")
             return None
+
+    def _incompatible(self, plan: Dict[str, Any]) -> Optional[str]:
+        """Why this runtime, on this device, may not deserialize ``plan`` (TensorRT's checks), or ``None``."""
+        flags = set(plan.get("config", {}).get("flags", []))
+        vc = "VERSION_COMPATIBLE" in flags
+        lean = vc and "EXCLUDE_LEAN_RUNTIME" not in flags  # the plan carries its own lean runtime
+        if lean and not self._host_code:
+            # the lean runtime is host code inside the plan: the application must opt in (trtexec does for every
+            # version-compatible plan, samples/common/sampleEngines.cpp; TensorRT's text, libnvinfer_lean)
+            return ("IRuntime::deserializeCudaEngine: Cannot deserialize engine with lean runtime since "
+                    "IRuntime::getEngineHostCodeAllowed() is false. (Set Runtime.engine_host_code_allowed = True "
+                    "for a plan built with BuilderFlag.VERSION_COMPATIBLE, or build it with EXCLUDE_LEAN_RUNTIME.)")
+        got, want = plan.get("tensorrt_version"), _version.VERSION
+        if got != want:
+            mine, theirs = _release(want), _release(got)
+            if not (vc and mine is not None and theirs is not None and mine > theirs):
+                # a plan of another version, or a version-compatible plan of a newer one (never backwards)
+                return (f"{_USAGE}The engine plan file is not compatible with this version of TensorRT, expecting "
+                        f"library version {want} got {got}, please rebuild.)")
+            if not lean:
+                return (f"IRuntime::deserializeCudaEngine: the engine plan was built by TensorRT {got} with "
+                        "BuilderFlag.VERSION_COMPATIBLE and BuilderFlag.EXCLUDE_LEAN_RUNTIME, so it carries no lean "
+                        f"runtime: TensorRT {want} runs it only through the runtime Runtime.load_runtime() loads from "
+                        f"the lean runtime library of TensorRT {got}, which the TensorRT emulator does not emulate; "
+                        f"deserialize it with TensorRT {got}, or build it without EXCLUDE_LEAN_RUNTIME (and set "
+                        "Runtime.engine_host_code_allowed = True)")
+        level = plan.get("hardware_compatibility_level", "NONE")
+        if level not in HardwareCompatibilityLevel.__members__:
+            return f"Error deserializing the engine (TensorRT emulator): unknown hardware compatibility level {level!r}"
+        dev = _device.current()
+        if level == "AMPERE_PLUS":
+            if dev.cc < (8, 0):
+                return (f"{_USAGE}The current device is not compatible with this hardware-compatible engine. Expected "
+                        f"compute capability >= 8.0 but got compute capability = {dev.compute}. Please rebuild the "
+                        "engine.)")
+        elif plan.get("compute_capability") != dev.compute:  # NONE, SAME_COMPUTE_CAPABILITY
+            return (f"{_USAGE}The engine plan file is generated on an incompatible device, expecting compute "
+                    f"{dev.compute} got compute {plan.get('compute_capability')}, please rebuild.)")
+        return None
 
 
 @unpicklable
@@ -229,9 +320,17 @@ class ICudaEngine(Strict):
         self._io = [r["name"] for r in plan["inputs"]] + [r["name"] for r in plan["outputs"]]
         self._tensors = plan["tensors"]
         self._kernels, self._plugins = {}, {}
+        dev = _device.current()
         for i, layer in enumerate(plan["layers"]):
             if layer["kind"] == "aot_plugin":
-                self._kernels[i] = _cuda.Kernel(layer["ptx"].encode("latin-1"), layer["kernel_name"])
+                ptx, name = layer["ptx"].encode("latin-1"), layer["kernel_name"]
+                if not dev.gpu or dev.stand_in:  # what this (stood-in) device's driver would refuse
+                    try:
+                        _ptx.check(ptx, name, dev.cc)
+                    except _ptx.PtxError as e:
+                        raise ValueError(f"plugin layer {layer['name']!r}: its kernel {name!r} does not load on this "
+                                         f"device (compute {dev.compute}): {e}") from None
+                self._kernels[i] = _cuda.Kernel(ptx, name)
             elif layer["kind"] == "jit_plugin":
                 self._plugins[i] = self._runtime_plugin(layer)
         for t in self._tensors.values():
@@ -253,9 +352,11 @@ class ICudaEngine(Strict):
         ns, name = layer["plugin"].split("::")
         creator = REGISTRY.get_creator(name, layer["version"], ns)
         if creator is None:
-            raise LookupError(f"the engine's JIT plugin layer {layer['name']!r} needs plugin {layer['plugin']!r} "
-                              f"(version {layer['version']}), which is not registered in this process: import the "
-                              "library that registers it before deserializing (AOT plugin layers need nothing)")
+            raise LookupError("Cannot deserialize plugin since corresponding IPluginCreatorInterface not found in "
+                              f"Plugin Registry: the engine's JIT plugin layer {layer['name']!r} needs plugin "
+                              f"{layer['plugin']!r} (version {layer['version']}), which is not registered in this "
+                              "process: import the library that registers it before deserializing (AOT plugin "
+                              "layers need nothing)")
         fields = PluginFieldCollection([field_from_json(f) for f in layer["fields"]])
         plugin = creator.create_plugin(name, ns, fields, TensorRTPhase.RUNTIME)
         plugin.set_tactic(layer["tactic"])
@@ -277,6 +378,11 @@ class ICudaEngine(Strict):
     @property
     def num_optimization_profiles(self) -> int:
         return 1
+
+    @property
+    def hardware_compatibility_level(self):
+        """The level the engine was built with (``IBuilderConfig.hardware_compatibility_level``)."""
+        return HardwareCompatibilityLevel[self._plan.get("hardware_compatibility_level", "NONE")]
 
     def get_tensor_name(self, index: int) -> str:
         return self._io[index]

@@ -16,8 +16,10 @@ import struct
 from typing import Any, Dict
 
 MAGIC = b"TRTKEMU\x00"
-#: 2: the plan records ``tensorrt_version`` and ``compute_capability`` (checked when deserialized)
-VERSION = 2
+#: 2: the plan records ``tensorrt_version`` and ``compute_capability`` (checked when deserialized);
+#: 3: also ``hardware_compatibility_level`` (by name), which with the VERSION_COMPATIBLE and EXCLUDE_LEAN_RUNTIME
+#: flags among ``config.flags`` decides where the plan deserializes (``_engine.Runtime``)
+VERSION = 3
 _HEADER = struct.Struct("<8sII32s")
 
 

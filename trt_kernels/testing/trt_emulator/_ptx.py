@@ -12,7 +12,7 @@ declares (``.shared`` arrays in its body and at module scope), which counts agai
 launch may use without the opt-in (see ``_device``). Comments are ignored."""
 
 import re
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _VERSION = re.compile(r"\.version\s+(\d+)\.(\d+)\b")
@@ -66,6 +66,21 @@ def entries(ptx: bytes) -> List[str]:
     return [m.group(2) for m in _ENTRY.finditer(text) if "extern" not in m.group(1)]
 
 
+def target(ptx: bytes) -> Optional[Tuple[int, str]]:
+    """``(arch, suffix)`` of the module's ``.target`` directive (``(90, "a")`` for ``sm_90a``), or ``None``
+    where it has none (comments ignored)."""
+    m = _TARGET.search(_strip(bytes(ptx).decode("latin-1")))
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def runs_on(arch: int, suffix: str, cc: Tuple[int, int]) -> bool:
+    """Whether the driver of a compute ``cc`` device loads PTX for ``.target sm_{arch}{suffix}``: PTX for
+    ``sm_XY`` is JIT-compiled for any device of that compute capability or newer; an ``a`` target only for
+    exactly that one; an ``f`` target only within its major family (notes/fleet_engines.md, section D)."""
+    want = cc[0] * 10 + cc[1]
+    return not (arch > want or (suffix == "a" and arch != want) or (suffix == "f" and arch // 10 != cc[0]))
+
+
 def check(ptx: bytes, name: str, cc: Tuple[int, int]) -> int:
     """Raise :class:`PtxError` where the driver of a compute ``cc`` device would refuse to load ``ptx``
     or to find ``name`` in it; else the bytes of static shared memory the entry ``name`` declares."""
@@ -83,8 +98,7 @@ def check(ptx: bytes, name: str, cc: Tuple[int, int]) -> int:
     if target is None:
         raise PtxError(f"{load}: the .version directive must be followed by .target sm_XX")
     arch, suffix = int(target.group(1)), target.group(2)
-    want = cc[0] * 10 + cc[1]
-    if arch > want or (suffix == "a" and arch != want) or (suffix == "f" and arch // 10 != cc[0]):
+    if not runs_on(arch, suffix, cc):
         raise PtxError(f"{load}: .target sm_{arch}{suffix} cannot run on a compute {cc[0]}.{cc[1]} device")
     address = _ADDRESS.search(text)
     if address is None or address.group(1) != "64":
