@@ -101,6 +101,13 @@ def convert(kop, ctx, args, kwargs, name: str, *, get_trt_tensor: Callable, plug
     """Add the op's plugin layer to ``ctx.net``; return its output ITensor(s). ``attr_field(decl, value)``:
     a scalar argument as the plugin's attribute (the plugin's side decides, :mod:`trt_kernels.plugins`)."""
     tensors, attrs = split_arguments(kop, args, kwargs)
+    # the engine's hardware compatibility level, for the AOT code's arch (KernelOp.aot_target), which the AOT impl
+    # reads later, inside TensorRT's build; an op whose code cannot target it is refused here, naming the fix
+    from trt_kernels.sources.archs import level_of
+
+    kop.tensorrt.level = level_of(getattr(ctx, "compilation_settings", None))
+    if aot:
+        kop.aot_target()
     decls = {d.name: d for d in kop.sig.scalar_decls}
     fields = {n: attr_field(decls[n], v) for n, v in attrs.items()}
     itensors = [get_trt_tensor(ctx, v, f"{name}_{n}") for n, v in tensors]

@@ -162,7 +162,8 @@ class PluginBuilder:
 
     def __init__(self, kop: KernelOp, trt, trtp, arch: Optional[str] = None):
         self.op_name = kop.op_name
-        # the arch the AOT impl embeds PTX for (None: the op's known arch: its override, TRT_KERNELS_ARCH, the GPU)
+        # the arch the AOT impl embeds PTX for (None: the op's rule, KernelOp.aot_target: the engine's hardware
+        # compatibility level, TRT_KERNELS_MIN_ARCH, the declaration's min_arch, else the building GPU's)
         self.arch = arch
         self.kop = kop  # the current declaration of the op (a re-declaration replaces it; unregistering clears it)
         self.trt = trt
@@ -328,11 +329,12 @@ class PluginBuilder:
             kdt = self._kernel_dtype(inputs)
             kop = self.kop
             tactic = a["tactic"] if a["tactic"] and a["tactic"] >= 1 else 1
+            arch = kop.aot_target(self.arch)[0]
             if kop.aot_fn is not None:
-                symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch)
+                symbol, ptx = kop.aot_kernel(kdt, tactic, arch)
                 launch, extra = kop.aot_fn(inputs, a["outputs"], a["tactic"])
                 return symbol, ptx, launch, extra
-            recipe = kop.recipe(kdt, tuple(len(d.shape_expr) for d in inputs), tactic, self.arch)
+            recipe = kop.recipe(kdt, tuple(len(d.shape_expr) for d in inputs), tactic, arch)
             plan = recipe.plan
             scalars = self.scalars(a)
             ev = TrtEvaluator(trtp, inputs, scalars)
@@ -340,8 +342,8 @@ class PluginBuilder:
             # now (a scalar baked in, a size of static shapes) that are multiples of 16
             static = SizesEvaluator([tuple(_build_constant(x) for x in d.shape_expr) for d in inputs], scalars)
             key = recipe.aot_key(scalars, [_static_value(e, static) for e in plan.extras])
-            symbol, ptx = kop.aot_kernel(kdt, tactic, self.arch, key)
-            need = kop.aot_code(kdt, tactic, self.arch, key)[1].shared_mem  # the specialized code's own
+            symbol, ptx = kop.aot_kernel(kdt, tactic, arch, key)
+            need = kop.aot_code(kdt, tactic, arch, key)[1].shared_mem  # the specialized code's own
             launch = trtp.KernelLaunchParams()
             launch.grid_x, launch.grid_y, launch.grid_z = (evaluate(e, ev) for e in plan.grid)
             launch.block_x, launch.block_y, launch.block_z = plan.block
@@ -465,7 +467,7 @@ def _static_value(e, static: SizesEvaluator) -> Optional[int]:
 
 def register_plugin(kop: KernelOp, trt, trtp, arch: Optional[str] = None) -> TensorRTSide:
     """Register the op's plugin with ``tensorrt.plugin``; returns what was registered. ``arch``: the arch
-    its AOT impl embeds PTX for (default: the op's known arch)."""
+    its AOT impl embeds PTX for (default: :meth:`KernelOp.aot_target`'s rule)."""
     return register_plugin_builder(kop, trt, trtp, PluginBuilder(kop, trt, trtp, arch))[1]
 
 

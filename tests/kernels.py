@@ -245,3 +245,27 @@ def adamw_reference(p, g, m, v, lr, b1, b2, c1, c2, eps, wd):
     v = b2 * v + (1 - b2) * g * g
     p = p - lr * ((m / c1) / (torch.sqrt(v / c2) + eps) + wd * p)
     return p, m, v
+
+
+# a copy through TMA (cp.async.bulk, sm_90 and newer); it is only compiled here, never launched
+TMA_COPY = r"""
+extern "C" __global__ void bulk_copy(const float* x, float* y, unsigned n) {
+    __shared__ alignas(128) float tile[256];
+    __shared__ alignas(8) unsigned long long barrier;
+    const unsigned base = blockIdx.x * 256u;
+    if (threadIdx.x == 0) {
+        const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+        const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&barrier));
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 1024, [%2];"
+                     :: "r"(dst), "l"(x + base), "r"(bar) : "memory");
+    }
+    __syncthreads();
+    if (base + threadIdx.x < n) y[base + threadIdx.x] = tile[threadIdx.x];
+}
+"""
+
+
+def tma_spec(**kw):
+    return ttk.KernelSpec(TMA_COPY, "bulk_copy", inputs=[ttk.InputDecl("x", dtype=torch.float32)],
+                          outputs=[ttk.OutputDecl("y", ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+                          geometry=ttk.Elementwise(block=256), **kw)

@@ -13,8 +13,8 @@ __version__ = "0.1.0"
 # the first declaration (``ttk.cuda_kernel_op``) imports torch and brings up the TensorRT side.
 _EXPORTS = {
     "trt_kernels.api": ("cuda_kernel_op", "ptx_op", "triton_kernel_op", "unregister"),
-    "trt_kernels.errors": ("CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
-                           "PtxVersionError", "SpecError"),
+    "trt_kernels.errors": ("ArchError", "CompileError", "InputError", "KernelABIError", "LaunchError",
+                           "NoCudaDeviceError", "PtxVersionError", "SpecError"),
     "trt_kernels.expr": ("DimSize", "Numel", "Scalar", "cdiv", "maximum", "minimum", "next_power_of_2"),
     "trt_kernels.spec": ("Custom", "Elementwise", "InputDecl", "KernelSpec", "OutputDecl", "ReduceDims", "Reduction",
                          "SameAs", "SameDim", "SameShape", "ScalarInput", "SizeArg", "Written"),
@@ -45,6 +45,6 @@ __all__ = [
     "cuda_kernel_op", "ptx_op", "unregister",
     "triton_kernel_op", "TritonConfig",
     "cdiv", "maximum", "minimum", "next_power_of_2",
-    "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
+    "ArchError", "CompileError", "InputError", "KernelABIError", "LaunchError", "NoCudaDeviceError",
     "PtxVersionError", "SpecError",
 ]

@@ -150,6 +150,7 @@ def triton_kernel_op(
     priority: Any = None,
     capability_validator: Optional[Callable[..., Any]] = None,
     params: Optional[Sequence[str]] = None,
+    min_arch: Optional[str] = None,
 ):
     """Declare a ``@triton.jit`` kernel as a PyTorch op (and, where TensorRT is importable, a TensorRT
     plugin with a Torch-TensorRT converter): :func:`cuda_kernel_op` with Triton as the source.
@@ -165,7 +166,9 @@ def triton_kernel_op(
     tensors without a fixed dtype); with ``type_params=("T", "W")``, ``dtypes`` lists combinations and
     inputs name their parameter (``InputDecl("w", dtype="W")``), as in :class:`KernelSpec`. ``checks``:
     size relations between inputs (:class:`SameShape`, :class:`SameDim`). ``compile_options``: other
-    ``triton.compile`` options (e.g. ``{"ptx_version": 87}``). Needs ``pip install 'trt-kernels[triton]'``.
+    ``triton.compile`` options (e.g. ``{"ptx_version": 87}``). ``min_arch``: as :class:`KernelSpec`'s (the
+    lowest arch the TensorRT AOT plugin's PTX must load on, or the kernel's own minimum). Needs
+    ``pip install 'trt-kernels[triton]'``.
     """
     from trt_kernels.sources.triton_source import declare
 
@@ -176,7 +179,7 @@ def triton_kernel_op(
     sig, source = declare(op_name, kernel, inputs=inputs, outputs=outputs, grid=grid, extras=extras,
                           constexprs=constexprs, num_warps=num_warps, num_stages=num_stages, tactics=tactics,
                           dtypes=dtypes, type_params=type_params, checks=checks, arch_override=arch_override,
-                          compile_options=compile_options, params=params)
+                          compile_options=compile_options, params=params, min_arch=min_arch)
     return _declare(sig, source, ov)
 
 

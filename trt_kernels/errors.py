@@ -11,6 +11,11 @@ class KernelABIError(SpecError):
     """The compiled kernel's parameter list does not match the spec's calling convention."""
 
 
+class ArchError(SpecError):
+    """An op's code cannot target the GPUs asked for: its declared ``min_arch`` (or its PTX's ``.target``) is
+    above the lowest arch an engine must load on, or the GPU is below the kernel's ``min_arch``."""
+
+
 class CompileError(RuntimeError):
     """NVRTC rejected the kernel source; the message carries NVRTC's log."""
 

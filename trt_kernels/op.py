@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 import torch
 
 from trt_kernels._record import FACTORY, Frozen, plain_record, record_repr, replace
-from trt_kernels.errors import CompileError, NoCudaDeviceError, PtxVersionError
+from trt_kernels.errors import ArchError, CompileError, NoCudaDeviceError, PtxVersionError
 from trt_kernels.expr import Const, Expr, binop
 from trt_kernels.limits import STATIC_SHARED_MEM
 from trt_kernels.signature import Signature, scalar_c, scalar_len, scalar_type
+from trt_kernels.sources.archs import normalize_arch
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource
-from trt_kernels.sources.nvrtc import DEFAULT_ARCH, default_arch, env_arch, normalize_arch
+from trt_kernels.sources.nvrtc import DEFAULT_ARCH, default_arch, env_arch
 
 if TYPE_CHECKING:  # imported at the first plan (a call or a trace) / launch, not at declaration
     from trt_kernels.eager.driver import LoadedKernel, ParamPack
@@ -63,15 +64,20 @@ class AotDecision(Frozen):
 class TensorRTSide:
     """What the TensorRT side made of the op (filled in by ``trt_kernels.plugins``)."""
 
-    __slots__ = ("plugin", "converter", "aot")
+    __slots__ = ("plugin", "converter", "aot", "level")
 
-    def __init__(self, plugin: str = "", converter: str = "", aot: Optional[bool] = None):
+    def __init__(self, plugin: str = "", converter: str = "", aot: Optional[bool] = None, level: Optional[str] = None):
         self.plugin = plugin  # e.g. "AOT (PTX embedded in the engine) + JIT fallback", "not registered: ..."
         self.converter = converter
         self.aot = aot  # whether the registered plugin has an AOT impl (None: no plugin registered)
+        # the hardware compatibility level of the engine the op's plugin is being built into, as the converter
+        # last saw it ("AMPERE_PLUS"; None: a plain engine): the AOT impl runs inside TensorRT's build, later
+        # than the converter, and reads it through KernelOp.aot_target
+        self.level = level
 
     def __repr__(self) -> str:
-        return f"TensorRTSide(plugin={self.plugin!r}, converter={self.converter!r}, aot={self.aot!r})"
+        return (f"TensorRTSide(plugin={self.plugin!r}, converter={self.converter!r}, aot={self.aot!r}, "
+                f"level={self.level!r})")
 
 
 @plain_record
@@ -191,10 +197,62 @@ class KernelOp:
 
     def device_arch(self, device: int) -> Optional[str]:
         """The arch the op's builds for CUDA device ``device`` are for (None where one build serves every
-        device: PTX the driver JIT-compiles). Every eager reader asks here."""
+        device: PTX the driver JIT-compiles). Every eager reader asks here; a GPU below the declaration's
+        ``min_arch`` is refused (:class:`ArchError`)."""
         if not self.source.needs_arch:
             return None
-        return normalize_arch(torch.cuda.get_device_capability(device))
+        arch = normalize_arch(torch.cuda.get_device_capability(device))
+        if self.source.min_arch is not None:
+            from trt_kernels.sources.archs import arch_key
+
+            if arch_key(arch)[0] < arch_key(self.source.min_arch)[0]:
+                raise ArchError(f"{self.op_name}: declared with min_arch={self.source.min_arch!r}, but CUDA device "
+                                f"{device} is {arch}: the kernel needs a newer GPU. Fix: launch it on a GPU of "
+                                f"{self.source.min_arch} or newer, or lower min_arch if the kernel has a path for "
+                                f"{arch}")
+        return arch
+
+    def aot_target(self, given: Optional[str] = None) -> Tuple[Optional[str], str]:
+        """The arch the op's TensorRT AOT code (the PTX an engine embeds) targets, and where that came from.
+
+        The one rule: ``given`` (``register_plugin(..., arch=)``), else the lowest arch of the engine's hardware
+        compatibility level (``tensorrt.level``, set by the converter from Torch-TensorRT's
+        ``hardware_compatible``: sm_80), else ``TRT_KERNELS_MIN_ARCH``, else the declaration's ``min_arch``, else
+        the compile arch (:meth:`resolve_arch`: the building GPU's). Each of the first three is a floor every GPU
+        of the fleet has: a ``min_arch`` it does not cover (the kernel needs a newer arch) raises
+        :class:`ArchError` naming both. A PTX source has no choice: ``(None, ...)``, its own ``.target``, which
+        the floor must cover too. Eager launches never ask (they compile for the GPU they run on)."""
+        from trt_kernels.sources import archs
+
+        floor, origin = None, ""
+        if given:
+            floor, origin = normalize_arch(given), "the arch given to register_plugin"
+        elif self.tensorrt.level in archs.LEVEL_FLOOR:
+            floor = archs.LEVEL_FLOOR[self.tensorrt.level]
+            origin = (f"the engine's hardware compatibility level {self.tensorrt.level} (Torch-TensorRT's "
+                      "hardware_compatible=True)")
+        else:
+            floor = archs.env_min_arch()
+            origin = archs.MIN_ARCH_ENV
+        own = self.source.min_arch
+        if not self.source.needs_arch:
+            own = archs.ptx_target(next(iter(self.binary().kernels.values())).aot_ptx or b"")
+        if floor is not None:
+            if own is not None and not archs.covers(own, floor):
+                what = (f"its PTX targets {own}" if not self.source.needs_arch
+                        else f"it is declared with min_arch={own!r}")
+                raise ArchError(
+                    f"{self.op_name}: {origin} asks for code that loads on {archs.loads_on(floor)}, but "
+                    f"{what}, which loads on {archs.loads_on(own)}. Fix: build this engine without that "
+                    f"setting (the op's plugin cannot be in it), or give the kernel a path for {floor} and "
+                    f"declare min_arch={floor!r}")
+            return (floor if self.source.needs_arch else None), origin
+        if not self.source.needs_arch:
+            return None, "the PTX's own .target"
+        if own is not None:
+            return own, "the declaration's min_arch"
+        arch = self.resolve_arch()
+        return arch, "the compile arch (the building GPU, arch_override or TRT_KERNELS_ARCH)"
 
     def known_arch(self) -> Optional[str]:
         """The arch builds are for when one is known without compiling (the override, TRT_KERNELS_ARCH,
@@ -245,10 +303,21 @@ class KernelOp:
                 return f"checked against the cached build for {b.arch}"
         arch = arch or default_arch()
         if arch is None:
-            self.binary(CHECK_ARCH)
-            return f"built for {CHECK_ARCH} to check it (no GPU visible and no arch given)"
+            arch = self._at_least(CHECK_ARCH)
+            self.binary(arch)
+            return f"built for {arch} to check it (no GPU visible and no arch given)"
+        arch = self._at_least(normalize_arch(arch))
         self.binary(arch)
-        return f"built for {normalize_arch(arch)}"
+        return f"built for {arch}"
+
+    def _at_least(self, arch: str) -> str:
+        """``arch``, or the declaration's ``min_arch`` where that is higher (the kernel may not compile below it)."""
+        own = self.source.min_arch
+        if own is None:
+            return arch
+        from trt_kernels.sources.archs import arch_key
+
+        return own if arch_key(arch)[0] < arch_key(own)[0] else arch
 
     def param_pack(self, recipe: LaunchRecipe, folded: Tuple[int, ...] = ()) -> ParamPack:
         """The packed-parameter layout of ``recipe`` (its parameters but those ``folded`` into the code, then the

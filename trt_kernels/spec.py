@@ -320,6 +320,10 @@ class KernelSpec(Record):
     ``checks``: size relations between inputs (:class:`SameShape`, :class:`SameDim`), checked
     before every launch and in the fake impl.
     ``compile_options``: extra NVRTC flags (``"--use_fast_math"``, ``"-DBLOCK=256"``, ...).
+    ``min_arch``: the lowest GPU arch the op's TensorRT AOT plugin must load on (``"sm_80"``: its PTX targets
+    sm_80 and the driver compiles it for every newer GPU), or the kernel's own minimum where it uses a newer
+    arch's features (``"sm_90"`` for TMA, ``"sm_90a"`` for wgmma). Eager launches keep the GPU's own arch
+    (and refuse a GPU below ``min_arch``). See docs/tensorrt.md, "Deploying to several GPU generations".
     """
 
     kernel_source: str
@@ -336,6 +340,7 @@ class KernelSpec(Record):
     type_params: Optional[Sequence[str]] = None
     checks: Sequence[Check] = ()
     params: Optional[Sequence[str]] = None
+    min_arch: Optional[str] = None
 
     def __init__(self, kernel_source: str, kernel_name: str, inputs: Optional[Sequence[InputSpec]] = None,
                  outputs: Optional[Sequence[OutputDecl]] = None, extras: Sequence[Union[Expr, int]] = FACTORY,
@@ -343,7 +348,8 @@ class KernelSpec(Record):
                  compile_std: str = "c++17", arch_override: Optional[str] = None,
                  dtypes: Optional[Sequence[Union[torch.dtype, Tuple[torch.dtype, ...]]]] = None,
                  compile_options: Sequence[str] = (), type_params: Optional[Sequence[str]] = None,
-                 checks: Sequence[Check] = (), params: Optional[Sequence[str]] = None) -> None:
+                 checks: Sequence[Check] = (), params: Optional[Sequence[str]] = None,
+                 min_arch: Optional[str] = None) -> None:
         self.kernel_source = kernel_source
         self.kernel_name = kernel_name
         self.inputs = inputs
@@ -358,3 +364,4 @@ class KernelSpec(Record):
         self.type_params = type_params
         self.checks = checks
         self.params = params
+        self.min_arch = min_arch

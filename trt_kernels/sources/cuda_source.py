@@ -72,6 +72,7 @@ class CudaSource(KernelSource):
         self.std = spec.compile_std
         self.include_paths = list(spec.include_paths) if spec.include_paths is not None else None
         self.arch_override = spec.arch_override
+        self.min_arch = None if spec.min_arch is None else normalize_arch(spec.min_arch)  # (checked when validated)
         self._pattern = _params_pattern(sig.type_params, self.kernel_name)
         self.names = [self.name_expression(d) for d in sig.kernel_dtypes]
         self.text = with_headers(spec.kernel_source, _dt.flat(sig.kernel_dtypes) + [
@@ -187,7 +188,7 @@ def with_headers(source: str, dtypes: List[Optional[torch.dtype]]) -> str:
 
 
 def _check_build_fields(op: str, spec: KernelSpec) -> None:
-    """compile_options, include_paths, compile_std and arch_override: the NVRTC side of a spec."""
+    """compile_options, include_paths, compile_std, arch_override and min_arch: the NVRTC side of a spec."""
     opts = sequence(op, "compile_options", spec.compile_options,
                      "pass NVRTC flags as a list of str, e.g. compile_options=['--use_fast_math']")
     for i, o in enumerate(opts):
@@ -216,3 +217,7 @@ def _check_build_fields(op: str, spec: KernelSpec) -> None:
         except (ValueError, TypeError):
             raise fail(op, "arch_override", f"{spec.arch_override!r} is not a GPU arch",
                         "write it like 'sm_90', 'sm_90a' or 90") from None
+    if spec.min_arch is not None:
+        from trt_kernels.sources.archs import check_min_arch
+
+        check_min_arch(op, spec.min_arch)

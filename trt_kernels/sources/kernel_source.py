@@ -119,6 +119,9 @@ class KernelSource:
     aot_from_build: bool
     #: the arch the declaration pins (``arch_override``), or None
     arch_override: Optional[str]
+    #: the lowest arch the declaration says the op's code must load on, or its kernel needs (``min_arch``,
+    #: normalized), or None (:meth:`trt_kernels.op.KernelOp.aot_target`)
+    min_arch: Optional[str] = None
 
     def key(self) -> str:
         """A hex digest of everything the source compiles (its code, options and toolchain version)."""

@@ -57,6 +57,7 @@ from trt_kernels.cache_store import (
 )
 from trt_kernels.errors import CompileError
 from trt_kernels.sources import std_headers, toolchain
+from trt_kernels.sources.archs import feature_hint, normalize_arch
 from trt_kernels.sources.kernel_source import ptx_isa
 from trt_kernels.sources.toolchain import include_dirs  # noqa: F401 - re-exported (cli, tests)
 
@@ -123,28 +124,6 @@ def nvrtc_supported_archs() -> Tuple[int, ...]:
     from cuda.bindings import nvrtc
 
     return tuple(int(a) for a in _check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
-
-
-def normalize_arch(arch) -> str:
-    """``"sm_90"``, ``"90"``, ``90``, ``(9, 0)`` or ``"compute_90"`` -> ``"sm_90"``."""
-    if isinstance(arch, tuple):
-        if len(arch) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in arch):
-            raise ValueError(f"arch {arch!r}: expected a (major, minor) pair such as (9, 0)")
-        return f"sm_{arch[0]}{arch[1]}"
-    if isinstance(arch, bool) or not isinstance(arch, (str, int)):
-        raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
-    s = str(arch).strip()
-    if s.isdigit():
-        return f"sm_{s}"
-    for prefix in ("sm_", "compute_"):  # (sm|compute)_<digits>[a|f], read without a regular expression
-        if s.startswith(prefix):
-            num = s[len(prefix):]
-            suffix = num[-1:] if num.endswith(("a", "f")) else ""
-            digits = num[: len(num) - len(suffix)]
-            if digits.isascii() and digits.isdigit():
-                return f"sm_{digits}{suffix}"
-            break
-    raise ValueError(f"arch {arch!r}: expected something like 'sm_90', 'sm_90a' or 90")
 
 
 def env_arch() -> Optional[str]:
@@ -408,6 +387,8 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
                     "source (a template needs its parameter, e.g. 'k<T>'). NVRTC said:\n" + log
                 )
             hint = std_headers.compile_hint(log, search)
+            if hint is None and "target" in log:
+                hint = feature_hint(log, arch)
             if hint is not None:
                 raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}: {hint}\n"
                                    f"NVRTC said:\n{log}")

@@ -232,9 +232,13 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
         try:
             ck = triton.compile(src, target=target, options=dict(options))
         except Exception as e:  # noqa: BLE001 - Triton's errors carry the source location
+            from trt_kernels.sources.archs import feature_hint
+
+            hint = feature_hint(str(e), arch)
             raise CompileError(f"{label}: Triton could not compile {getattr(fn, '__name__', fn)!r} for {arch} "
                                f"(signature {dict(signature)}, constexprs {dict(constexprs)}, options "
-                               f"{dict(options)}{f', attributes {dict(attrs)}' if attrs else ''}):\n{e}") from e
+                               f"{dict(options)}{f', attributes {dict(attrs)}' if attrs else ''})"
+                               f"{f': {hint}' if hint else ''}:\n{e}") from e
         md = ck.metadata
         ptx = ck.asm["ptx"]
         k = TritonKernel(

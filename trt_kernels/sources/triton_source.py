@@ -69,7 +69,7 @@ class TritonSource(KernelSource):
 
     def __init__(self, sig: Signature, fn, configs: Sequence[TritonConfig], constexpr_names: Sequence[str],
                  constexpr_defaults: Mapping[str, Any], options: Mapping[str, Any], arch_override: Optional[str],
-                 rule: Optional["LaunchRule"] = None):
+                 rule: Optional["LaunchRule"] = None, min_arch: Optional[str] = None):
         self.rule = rule  # how a call picks its config (None: the first config, always)
         self.varies = rule is not None
         self.sig = sig
@@ -81,6 +81,7 @@ class TritonSource(KernelSource):
         self.constexpr_defaults = dict(constexpr_defaults)
         self.options = dict(options)
         self.arch_override = arch_override
+        self.min_arch = min_arch
         self.signatures = {d: _triton_signature(fn, sig, d) for d in sig.kernel_dtypes}
 
     # ----- the protocol -----
@@ -629,9 +630,14 @@ def declare(
     arch_override: Optional[str] = None,
     compile_options: Optional[Mapping[str, Any]] = None,
     params: Optional[Sequence[str]] = None,
+    min_arch: Optional[str] = None,
 ) -> Tuple[Signature, TritonSource]:
     """Check a Triton declaration; its signature and source (registration is :func:`trt_kernels.triton_kernel_op`)."""
     _tc.require_triton("triton_kernel_op")
+    if min_arch is not None:
+        from trt_kernels.sources.archs import check_min_arch
+
+        min_arch = check_min_arch(op_name, min_arch)
     fn, tuned, tune_key, heuristics, autotuner = _unwrap(op_name, kernel)
     constexprs = dict(constexprs or {})
     sized_raw = {n: v for n, v in constexprs.items() if isinstance(v, Expr)}
@@ -715,7 +721,7 @@ def declare(
         tuning = _autotune_options(op_name, autotuner, fn, sig) if autotuner is not None else None
         rule = LaunchRule(sized, dict(heuristics), warps_fn, stages_fn, tune_key, signature_of,
                           {n: str(v) for n, v in sized_raw.items()}, tuning)
-    return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override, rule)
+    return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override, rule, min_arch)
 
 
 def _unwrap(op: str, kernel):

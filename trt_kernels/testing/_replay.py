@@ -36,6 +36,7 @@ from trt_kernels import registry
 from trt_kernels.plugins.qdp import register_plugin
 from trt_kernels.plugins.shapes import torch_dtype
 from trt_kernels.signature import scalar_value
+from trt_kernels.sources.archs import ptx_target
 
 from ._standin import standin
 
@@ -55,6 +56,7 @@ class ReplayResult:
     outputs: List[torch.Tensor] = field(repr=False)
     eager: List[torch.Tensor] = field(repr=False)
     launched: bool = True
+    ptx_target: Optional[str] = None  # the ``.target`` of the PTX the AOT impl embedded (``sm_80``); None for JIT
 
     @property
     def bitwise_equal(self) -> bool:
@@ -136,10 +138,12 @@ def _written(kop, outs: List[torch.Tensor]) -> List[torch.Tensor]:
     return list(res) if isinstance(res, tuple) else [res]
 
 
-def aot_replay(op, *args, tactic: Optional[int] = None,
+def aot_replay(op, *args, tactic: Optional[int] = None, arch: Optional[str] = None,
                on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
     """Replay ``op``'s AOT plugin at the shapes of ``args`` (its torch arguments, CUDA tensors);
-    returns the replayed and the eager outputs. ``on_standin(env)`` runs inside the stand-in
+    returns the replayed and the eager outputs. ``arch``: the arch the AOT PTX targets (default: the op's rule,
+    :meth:`KernelOp.aot_target`): PTX for a lower arch than the GPU's is JIT-compiled by the driver, as on a
+    GPU of a newer generation than the engine's minimum. ``on_standin(env)`` runs inside the stand-in
     context first (e.g. to hand an ``aot_fn`` the stand-in ``tensorrt.plugin`` module)."""
     kop, tensors, attrs, trt_inputs = _arguments(op, args)
     if not kop.aot.aot:
@@ -147,7 +151,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
     with standin() as env:
         if on_standin is not None:
             on_standin(env)
-        register_plugin(kop, env.trt, env.trtp)
+        register_plugin(kop, env.trt, env.trtp, arch)
         res = env.build(kop.op_name, inputs=trt_inputs, attrs=attrs, aot=True, tactic=tactic)
         out_dtypes = [torch_dtype(env.trt, d) for d in res.output_dtypes]
     lv = res.launch_values
@@ -185,7 +189,7 @@ def aot_replay(op, *args, tactic: Optional[int] = None,
     outs = _written(kop, outs)
     return ReplayResult(op_name=kop.op_name, tactic=res.tactic, kernel_name=kname, grid=grid, block=block,
                         shared_mem=lv["shared_mem"], extra_args=res.extra_arg_values, outputs=outs, eager=eager,
-                        launched=launched)
+                        launched=launched, ptx_target=ptx_target(res.ptx))
 
 
 def jit_replay(op, *args, on_standin: Optional[Callable[[Any], None]] = None) -> ReplayResult:
