@@ -31,12 +31,7 @@ start only, fresh processes alternating between that tree and this one in ABBA o
 back-to-back processes was measured faster), each importing trt_kernels from its own tree with its own
 warm cache; medians side by side: for a change that must not slow the warm start down.
 
-``--profile N``: warm start only, N fresh processes with cProfile on around the import and the
-declarations; prints the functions that take the most time in all of them together (own time and
-cumulative), to find where a machine's start-up goes (cProfile's overhead inflates every number: read
-them as shares, and the medians of a plain run as times).
-
-Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json] [--old TREE] [--profile N]
+Run: python benchmarks/startup.py [--runs 7] [--arch sm_90] [--json] [--old TREE]
 """
 
 from __future__ import annotations
@@ -63,13 +58,7 @@ if audit:  # a Python call on every audited event (imports, opens, code objects)
         "subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork") else None)
 with open("/proc/self/maps") as f:
     by_torch = "libnvrtc" in f.read()  # torch's CUDA builds may map libnvrtc themselves
-prof_path = os.environ.get("TTK_STARTUP_PROFILE")  # --profile: cProfile of the import and the declarations
-if prof_path:
-    import cProfile
-    prof = cProfile.Profile()
 t1 = time.perf_counter()  # (after reading the maps: the probe's cost is not ours)
-if prof_path:
-    prof.enable()
 import trt_kernels as ttk
 ttk.cuda_kernel_op  # the package's API as a first declaration loads it (its public names import when first used)
 t2 = time.perf_counter()
@@ -80,9 +69,6 @@ import seed_specs
 t3 = time.perf_counter()
 names = seed_specs.declare()
 t4 = time.perf_counter()
-if prof_path:
-    prof.disable()
-    prof.dump_stats(prof_path)
 
 def nvrtc_mapped():
     # whether trt_kernels reached NVRTC: only through cuda.bindings.nvrtc, or a mapping torch did not make
@@ -174,8 +160,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="also print the raw medians as JSON")
     ap.add_argument("--old", type=Path, default=None, metavar="TREE",
                     help="warm start only, alternating with this earlier checkout of the repository")
-    ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="warm start only: profile the import and declarations in N fresh processes")
     args = ap.parse_args()
 
     has_cuda = cuda_available()
@@ -205,9 +189,6 @@ def main() -> None:
 
     if args.old is not None:
         compare(args.old.resolve(), base, args.runs)
-        return
-    if args.profile:
-        profile(base, args.profile)
         return
     warm, cold = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,24 +220,6 @@ def main() -> None:
             print(f"| {k:28s} | {w[k]:>24s} | {c[k]:>24s} |")
     if args.json:
         print(json.dumps({"warm": w, "cold": c}))
-
-
-def profile(base: dict, runs: int, top: int = 30) -> None:
-    """Warm start in ``runs`` fresh processes under cProfile; the costliest functions of all of them together."""
-    import pstats
-
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(base, TRT_KERNELS_CACHE_DIR=os.path.join(tmp, "warm"))
-        run_child(env)  # priming run: fills the cache
-        files = []
-        for i in range(runs):
-            files.append(os.path.join(tmp, f"prof{i}"))
-            run_child(dict(env, TTK_STARTUP_PROFILE=files[-1]))
-        stats = pstats.Stats(*files, stream=sys.stdout)
-    stats.strip_dirs()
-    for key, what in (("tottime", "own time"), ("cumulative", "cumulative time")):
-        print(f"\nwarm start under cProfile, {runs} processes together, top {top} by {what}:")
-        stats.sort_stats(key).print_stats(top)
 
 
 def compare(old: Path, base: dict, runs: int) -> None:
