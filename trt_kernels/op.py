@@ -212,13 +212,15 @@ class KernelOp:
                                 f"{arch}")
         return arch
 
-    def aot_target(self, given: Optional[str] = None) -> Tuple[Optional[str], str]:
+    def aot_target(self, given: Optional[str] = None,
+                   compile_arch: Optional[Tuple[str, str]] = None) -> Tuple[Optional[str], str]:
         """The arch the op's TensorRT AOT code (the PTX an engine embeds) targets, and where that came from.
 
         The one rule: ``given`` (``register_plugin(..., arch=)``), else the lowest arch of the engine's hardware
         compatibility level (``tensorrt.level``, set by the converter from Torch-TensorRT's
         ``hardware_compatible``: sm_80), else ``TRT_KERNELS_MIN_ARCH``, else the declaration's ``min_arch``, else
-        the compile arch (:meth:`resolve_arch`: the building GPU's). Each of the first three is a floor every GPU
+        the compile arch (``compile_arch``, ``(arch, origin)``, where the caller knows it: a CLI command's
+        ``--arch``; else :meth:`resolve_arch`: the building GPU's). Each of the first three is a floor every GPU
         of the fleet has: a ``min_arch`` it does not cover (the kernel needs a newer arch) raises
         :class:`ArchError` naming both. A PTX source has no choice: ``(None, ...)``, its own ``.target``, which
         the floor must cover too. Eager launches never ask (they compile for the GPU they run on)."""
@@ -251,6 +253,8 @@ class KernelOp:
             return None, "the PTX's own .target"
         if own is not None:
             return own, "the declaration's min_arch"
+        if compile_arch is not None:
+            return normalize_arch(compile_arch[0]), compile_arch[1]
         arch = self.resolve_arch()
         return arch, "the compile arch (the building GPU, arch_override or TRT_KERNELS_ARCH)"
 

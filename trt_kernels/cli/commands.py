@@ -127,15 +127,19 @@ def _add_commands(sub) -> None:
     ins.add_argument("--arch", help="compile for this arch to read the PTX (default: the GPU, TRT_KERNELS_ARCH, sm_90)")
     ins.add_argument("--rank", action="append", default=[], metavar="NAME=N",
                      help="rank of a tensor input for the launch plan (default: InputDecl(ndim=) or 2)")
+    ins.add_argument("--min-arch", metavar="SM", help="the lowest arch the AOT plugins' PTX must load on, as "
+                     "TRT_KERNELS_MIN_ARCH sets it for builds (sm_80: every GPU from Ampere on)")
     ins.add_argument("--json", action="store_true", help="machine-readable output")
-    ins.set_defaults(run=lambda a: _command("inspect").run(a.target, a.op, a.arch, a.rank, a.json))
+    ins.set_defaults(run=lambda a: _command("inspect").run(a.target, a.op, a.arch, a.rank, a.json, a.min_arch))
 
     co = sub.add_parser("compile", help="fill the disk cache ahead of time (container builds)")
     co.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
     co.add_argument("--arch", action="append", default=[], help="an arch to compile for (repeatable), e.g. sm_90")
     co.add_argument("--op", metavar="NS::NAME", help="only this op")
+    co.add_argument("--min-arch", metavar="SM", help="also compile each op's AOT plugin PTX for this lowest arch "
+                    "(sm_80: the PTX loads on every GPU from Ampere on; builds use it with TRT_KERNELS_MIN_ARCH)")
     co.add_argument("--json", action="store_true", help="machine-readable output")
-    co.set_defaults(run=lambda a: _command("compile").run(a.target, a.arch, a.op, a.json))
+    co.set_defaults(run=lambda a: _command("compile").run(a.target, a.arch, a.op, a.json, a.min_arch))
 
     do = sub.add_parser("doctor", help="check the installation: torch, CUDA, NVRTC vs driver, headers, TensorRT")
     do.add_argument("--json", action="store_true", help="machine-readable output")

@@ -5,6 +5,11 @@ directory (``TRT_KERNELS_CACHE_DIR``), and a process on the GPU machine that dec
 ops reads every program from the cache instead of running NVRTC. Compiling goes through
 :meth:`KernelOp.program` (:func:`trt_kernels.sources.nvrtc.compile_program`), the path every launch
 takes, so the entries are the ones a launch looks up.
+
+``--min-arch sm_80`` also compiles each op for the arch its TensorRT AOT plugin's PTX targets under that floor
+(:meth:`KernelOp.aot_target`, as ``TRT_KERNELS_MIN_ARCH=sm_80`` has it at build time): rows marked ``AOT PTX (min
+arch)``, so a build with that variable reads the PTX from the cache. An op whose declared ``min_arch`` is above the
+floor, or whose code does not compile for it (a newer arch's feature), is a failed row saying the fix.
 """
 
 from __future__ import annotations
@@ -25,17 +30,71 @@ def _bar(done: int, total: int, label: str) -> None:
     sys.stderr.flush()
 
 
-def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict[str, Any]]:
-    """Compile every op for every arch; one row per (op, arch)."""
+ARCH_ROLE = "--arch"
+AOT_ROLE = "AOT PTX (min arch)"
+
+
+def _aot_job(kop, min_arch: str):
+    """``(arch, None)``: the arch ``kop``'s AOT PTX targets under the floor ``min_arch`` (the one rule,
+    :meth:`KernelOp.aot_target`, with ``TRT_KERNELS_MIN_ARCH`` set to it; None for a ``ptx_op``, whose PTX is as
+    given); ``(None, row)`` where there is nothing to compile: a refusal (the failed row) or a ``ptx_op``'s own
+    PTX (a skipped row naming its ``.target``)."""
+    from trt_kernels.cli.inspect import min_arch_floor
+    from trt_kernels.errors import ArchError, CompileError, KernelABIError
+    from trt_kernels.sources import archs
+
+    row: Dict[str, Any] = {"op": kop.op_name, "arch": min_arch, "role": AOT_ROLE, "aot_ptx": True, "ms": None}
+    if not kop.aot.aot:
+        row.update(result="skipped", detail="its TensorRT plugin has no AOT impl (JIT; trt-kernels inspect says "
+                   "why): no PTX is embedded, nothing to compile")
+        return None, row
+    try:
+        with min_arch_floor(min_arch):
+            target, _ = kop.aot_target()
+    except (ArchError, CompileError, KernelABIError) as e:
+        row.update(result="failed", detail=str(e))
+        return None, row
+    if target is not None:
+        return target, None
+    ptx = next(iter(kop.binary().kernels.values())).aot_ptx
+    own = archs.ptx_target(ptx) if ptx is not None else None
+    row.update(arch=own or "?", result="skipped", ptx_target=own,
+               detail=(f"declared with {kop.source.entry_point}: its PTX as given targets {own} (loads on "
+                       f"{archs.loads_on(own)}), nothing to compile" if own else
+                       f"declared with {kop.source.entry_point}: its PTX as given, nothing to compile"))
+    return None, row
+
+
+def compile_ops(kops, archs: Sequence[str], progress: bool = False,
+                min_arch: Optional[str] = None) -> List[Dict[str, Any]]:
+    """Compile every op for every arch; one row per (op, arch), its ``role`` ``--arch``; with ``min_arch``, one
+    more per op for the arch its AOT PTX targets under that floor (``role`` ``AOT PTX (min arch)``; where that arch
+    is one of ``archs`` already, that row's role says both)."""
     from trt_kernels.errors import CompileError, KernelABIError
+    from trt_kernels.sources import archs as _archs
     from trt_kernels.sources.nvrtc import normalize_arch
 
-    jobs = [(k, normalize_arch(a)) for k in kops for a in archs]
+    archs = [normalize_arch(a) for a in archs]
+    jobs: List[Any] = []  # (kop, arch, role) or a finished row
+    for k in kops:
+        roles = {a: ARCH_ROLE for a in archs}
+        done = None
+        if min_arch is not None:
+            target, done = _aot_job(k, min_arch)
+            if target is not None:
+                roles[target] = f"{ARCH_ROLE}, {AOT_ROLE}" if target in roles else AOT_ROLE
+        jobs.extend((k, a, role) for a, role in roles.items())
+        if done is not None:
+            jobs.append(done)
     rows = []
-    for i, (kop, arch) in enumerate(jobs):
+    for i, job in enumerate(jobs):
+        if isinstance(job, dict):
+            rows.append(job)
+            continue
+        kop, arch, role = job
         if progress:
             _bar(i, len(jobs), f"{kop.op_name} {arch}")
-        row: Dict[str, Any] = {"op": kop.op_name, "arch": arch}
+        row: Dict[str, Any] = {"op": kop.op_name, "arch": arch, "role": role, "aot_ptx": AOT_ROLE in role}
         if not kop.source.needs_arch:
             row.update(result="skipped", detail=f"declared with {kop.source.entry_point}: one build serves every arch, "
                                                 "nothing to compile", ms=None)
@@ -57,6 +116,11 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False) -> List[Dict
                    compiled=not b.from_cache, nvrtc=not b.from_cache and tool == "NVRTC", toolchain=b.toolchain,
                    entry=entries[0]["path"] if entries else None, entries=entries,
                    bytes=sum(e["bytes"] for e in entries) if entries else None, kernels=len(b.kernels))
+        if row["aot_ptx"]:  # the .target of the PTX TensorRT's AOT plugin embeds (tactic 1, the first dtype)
+            ptx = b.kernel(kop.dtypes[0], 1).aot_ptx
+            row["ptx_target"] = _archs.ptx_target(ptx) if ptx is not None else None
+            if ptx is None:
+                row["detail"] = f"no AOT PTX: {b.aot_reason}"
         rows.append(row)
     if progress:
         _bar(len(jobs), len(jobs), "done")
@@ -74,13 +138,16 @@ def _normalizes(arch) -> bool:
     return True
 
 
-def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> int:
+def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min_arch: Optional[str] = None) -> int:
     from trt_kernels.cache_store import cache_dir
+    from trt_kernels.cli import inspect as _inspect
     from trt_kernels.cli.inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
+    from trt_kernels.sources import archs as _archs
     from trt_kernels.sources.nvrtc import compile_arch, normalize_arch
 
     given = bool(archs)
     try:
+        min_arch = _inspect.parse_min_arch(min_arch, check_env=False)
         cdir = cache_dir()
         if cdir is None:
             raise TargetError("the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps "
@@ -110,11 +177,13 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
                                   f"(trt-kernels inspect {target})")
         for a in archs:
             check_arch(a, arch_origin(given), kops)
+        if min_arch is not None:
+            check_arch(min_arch, "--min-arch", kops)
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)
-    progress = (not as_json) and sys.stderr.isatty() and len(kops) * len(archs) >= 4
+    progress = (not as_json) and sys.stderr.isatty() and len(kops) * (len(archs) + bool(min_arch)) >= 4
     t1 = time.perf_counter()
-    rows = compile_ops(kops, archs, progress=progress)
+    rows = compile_ops(kops, archs, progress=progress, min_arch=min_arch)
     total_s = time.perf_counter() - t1
     failed = [r for r in rows if r["result"] == "failed"]
     compiled = sum(1 for r in rows if r.get("compiled"))
@@ -124,23 +193,29 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     by_tool = {t: sum(1 for r in rows if r.get("compiled") and r["toolchain"].startswith(t + " ")) for t in tools}
     if as_json:
         print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "arch_from": origin,
-                          "cache_dir": str(cdir),
+                          "min_arch": min_arch, "cache_dir": str(cdir),
                           "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
                           "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
                           "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed),
                           "ok": not failed},
                          indent=2))
         return 1 if failed else 0
+    aot = f" + AOT plugin PTX for --min-arch {min_arch}" if min_arch else ""
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"
-          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}, from {origin}) into {cdir}")
+          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}, from {origin}){aot} into {cdir}")
     w = max([len(r["op"]) for r in rows] + [2])
-    print(f"  {'op':<{w}}  {'arch':<7} {'ms':>8}  {'result':<32} entry")
+    roles = max(len(r["role"]) for r in rows) if min_arch and rows else 0  # the "for" column, with --min-arch
+    role_head = f"{'for':<{roles}}  " if roles else ""
+    print(f"  {'op':<{w}}  {'arch':<7} {role_head}{'ms':>8}  {'result':<32} entry")
     for r in rows:
         ms = f"{r['ms']:.1f}" if r.get("ms") is not None else "-"
         more = f" and {len(r['entries']) - 1} more" if len(r.get("entries") or ()) > 1 else ""
         entry = (f"{r['entry']}{more} ({r['bytes']} B)" if r.get("entry")
                  else (r.get("detail", "") if r["result"] != "failed" else ""))
-        print(f"  {r['op']:<{w}}  {r['arch']:<7} {ms:>8}  {r['result']:<32} {entry}")
+        if r.get("entry") and r.get("aot_ptx") and r.get("ptx_target"):
+            entry += f", PTX .target {r['ptx_target']}"
+        role = f"{r['role']:<{roles}}  " if roles else ""
+        print(f"  {r['op']:<{w}}  {r['arch']:<7} {role}{ms:>8}  {r['result']:<32} {entry}")
         if r["result"] == "failed":
             print("    " + r["detail"].replace("\n", "\n    "))
     how = (f" by {tools[0]}" if len(tools) == 1
@@ -151,4 +226,9 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool) -> 
     if not failed:
         print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
               f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; nothing is compiled there")
+        if min_arch:
+            print(f"TensorRT builds with {_archs.MIN_ARCH_ENV}={min_arch} (or ops declared with min_arch="
+                  f"{min_arch!r}) embed this {min_arch} PTX from the cache: their AOT plugins load on "
+                  f"{_archs.loads_on(min_arch)}; run them with {_archs.MIN_ARCH_ENV}={min_arch} and the same "
+                  "TRT_KERNELS_CACHE_DIR")
     return 1 if failed else 0

@@ -4,7 +4,10 @@
 whether the driver loads the probe's PTX and CUBIN); :func:`assess` turns facts into checks
 (``ok`` / ``note`` / ``warn`` / ``error``, each with a fix). The exit status is 1 when a check
 is an ``error``: something eager use needs is missing (torch, cuda-bindings, NVRTC, CUDA
-headers) or the driver refuses the PTX NVRTC writes. A missing TensorRT is a note.
+headers) or the driver refuses the PTX NVRTC writes. A missing TensorRT is a note. Which GPU
+generations the TensorRT AOT plugins' PTX loads on is one line (:func:`aot_facts`); a
+``TRT_KERNELS_MIN_ARCH`` that is no arch, that NVRTC or this GPU cannot take, or that an op declared
+in this process refuses (its ``min_arch`` is above it) is a warning with its fix.
 """
 
 from __future__ import annotations
@@ -112,7 +115,11 @@ def gather() -> Dict[str, Any]:
     # probe compile, then (with a GPU) load its PTX and CUBIN
     from trt_kernels.registry import CHECK_ARCH
 
-    arch = default_arch() or CHECK_ARCH
+    f["arch_error"] = None
+    try:
+        arch = default_arch() or CHECK_ARCH
+    except ValueError as e:  # TRT_KERNELS_ARCH is no arch: said by its own check, the probe uses the default
+        f["arch_error"], arch = str(e), CHECK_ARCH
     f["probe_arch"] = arch
     f["probe"] = f["ptx_isa"] = f["ptx_load"] = f["cubin_load"] = None
     if f["nvrtc"] is not None:
@@ -169,6 +176,7 @@ def gather() -> Dict[str, Any]:
         f["standin"] = unavailable_reason()
     except Exception as e:  # noqa: BLE001
         f["emulation"] = f["standin"] = _err(e)
+    f["aot_ptx"] = aot_facts()
     f["eager_launcher"] = launcher_facts(f["driver"] is not None)
     f["native_kernel"] = native_facts()
     # cache
@@ -187,6 +195,42 @@ def gather() -> Dict[str, Any]:
 
     f["cache_trust"] = trust()
     return f
+
+
+def aot_facts() -> Dict[str, Any]:
+    """The arch TensorRT's AOT plugins embed PTX for here and the GPUs that loads on: ``TRT_KERNELS_MIN_ARCH``
+    where set, else the compile arch (:meth:`KernelOp.aot_target`'s rule, for an engine of no hardware
+    compatibility level); with the variable set, each op declared in this process that refuses it (its
+    ``min_arch`` is above it). Compiles nothing."""
+    from trt_kernels.sources import archs
+    from trt_kernels.sources.nvrtc import compile_arch
+
+    out: Dict[str, Any] = {"env": os.environ.get(archs.MIN_ARCH_ENV) or None, "error": None, "target": None,
+                           "from": None, "loads_on": None, "hardware_compatible": None, "refused_by": []}
+    try:
+        floor = archs.env_min_arch()
+    except ValueError as e:
+        out["error"] = str(e)
+        return out
+    try:
+        arch, origin = (floor, archs.MIN_ARCH_ENV) if floor else compile_arch()
+    except ValueError:  # TRT_KERNELS_ARCH is no arch: its own check says so
+        return out
+    out.update(target=arch, loads_on=archs.loads_on(arch),
+               hardware_compatible=archs.covers(arch, archs.LEVEL_FLOOR["AMPERE_PLUS"]),
+               **{"from": origin if floor else f"the compile arch ({origin})"})
+    if floor:
+        from trt_kernels import registry
+        from trt_kernels.errors import ArchError
+
+        for kop in registry.all_ops():
+            try:
+                kop.aot_target()
+            except ArchError as e:
+                out["refused_by"].append({"op": kop.op_name, "error": str(e)})
+            except Exception:  # noqa: BLE001 - a build problem of the op is for inspect to report, not doctor
+                pass
+    return out
 
 
 def native_facts() -> Dict[str, Any]:
@@ -346,6 +390,7 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     em = f.get("emulation")
     add("emulated Torch-TensorRT tier", "ok" if em is None else "note",
         "can run (trt_kernels.testing.emulate_tensorrt)" if em is None else em)
+    _assess_aot(f, add)
     el = f.get("eager_launcher") or {}
     if el.get("launcher") == "compiled":
         add("eager launcher", "ok", "compiled: " + el.get("reason", "")
@@ -377,6 +422,49 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
             + (f"not trusted: {sp}" if sp else "NVRTC and Triton entries read after your own cache misses"),
             "make it writable by its owner only (chmod -R go-w), or unset TRT_KERNELS_SHARED_CACHE_DIR" if sp else "")
     return out
+
+
+def _assess_aot(f: Dict[str, Any], add) -> None:
+    """The "AOT plugin PTX" line (which GPU generations the TensorRT AOT plugins load on) and, where
+    ``TRT_KERNELS_MIN_ARCH`` is set and not met, warnings with their fixes."""
+    from trt_kernels.sources import archs
+
+    if f.get("arch_error"):
+        add("TRT_KERNELS_ARCH", "warn", f"TRT_KERNELS_ARCH={os.environ.get('TRT_KERNELS_ARCH')}: "
+            f"{f['arch_error'].split(': ', 1)[-1]}; declaring and compiling ops fail while it is set",
+            "TRT_KERNELS_ARCH=sm_90 (the arch to compile for), or unset it to use the visible GPU's")
+    a = f.get("aot_ptx")
+    if not a or (a.get("target") is None and not a.get("error")):
+        return
+    env, floor = archs.MIN_ARCH_ENV, archs.LEVEL_FLOOR["AMPERE_PLUS"]
+    if a.get("error"):
+        msg, _, fix = a["error"].partition(". Fix: ")
+        add("AOT plugin PTX", "warn", f"{msg}: every TensorRT build of an AOT plugin fails while it is set", fix)
+        return
+    target = a["target"]
+    if a["env"]:
+        detail = (f"{target} ({env}): AOT plugins load on {a['loads_on']}; "
+                  + ("hardware-compatible engines (AMPERE_PLUS) may hold them" if a["hardware_compatible"] else
+                     f"engines built with hardware_compatible=True embed {floor} PTX instead"))
+    else:
+        detail = (f"{target}, {a['from']}: AOT plugins load on {a['loads_on']}; engines built with "
+                  f"hardware_compatible=True embed {floor} PTX (compute capability {floor[3]}.{floor[4]} and newer), "
+                  f"and {env}={floor} makes every build do so")
+    add("AOT plugin PTX", "ok", detail)
+    if not a["env"]:
+        return
+    nv_archs = f.get("nvrtc_archs")
+    if nv_archs and archs.arch_key(target)[0] not in nv_archs:
+        add(f"{env}", "warn", f"{env}={a['env']}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no "
+            "AOT plugin builds", f"{env}={floor}, or install an nvidia-cuda-nvrtc that supports {target}")
+    for g in f.get("gpus") or []:
+        if archs.arch_key(g["arch"])[0] < archs.arch_key(target)[0]:
+            add(f"{env} vs cuda:{g['index']}", "warn",
+                f"{env}={a['env']} is above cuda:{g['index']} {g['name']} ({g['arch']}): engines built here embed PTX "
+                "this GPU cannot load", f"{env}={floor} (or no higher than {g['arch']}), or unset it")
+    for r in a.get("refused_by") or []:
+        msg, _, fix = r["error"].partition(" Fix: ")
+        add(f"AOT PTX of {r['op']}", "warn", msg.removeprefix(f"{r['op']}: "), fix)
 
 
 def exit_status(checks: List[Dict[str, str]]) -> int:

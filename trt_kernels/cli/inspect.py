@@ -2,8 +2,10 @@
 
 Schema, the kernel ABI as a C signature, the kernel's parameters as the PTX has them (and
 whether they agree), the launch plan written over the inputs' names, dtypes and tactics, the
-cache entry, and what the TensorRT side makes of the op. Needs no GPU: the PTX is compiled for
-``--arch`` (else the visible GPU, else ``TRT_KERNELS_ARCH``, else sm_90 for reading only).
+cache entry, what the TensorRT side makes of the op, and the PTX its AOT plugin would embed (the
+arch :meth:`~trt_kernels.op.KernelOp.aot_target` picks, the ``.target`` of that PTX and the GPUs it
+loads on). Needs no GPU: the PTX is compiled for ``--arch`` (else the visible GPU, else
+``TRT_KERNELS_ARCH``, else sm_90 for reading only).
 """
 
 from __future__ import annotations
@@ -132,8 +134,136 @@ def arch_problem(origin: str, arch: str, problem: str, example: str = FALLBACK_A
         fix = f"TRT_KERNELS_ARCH={example}, or pass --arch {example}"
     else:
         where = f"{origin} {arch}"
-        fix = f"--arch {example}"
+        fix = f"{origin if origin.startswith('--') else '--arch'} {example}"  # --arch, --min-arch
     return f"{where}: {problem}. Fix: {fix}"
+
+
+# ---------------- the arch the AOT plugins' PTX targets (issue 35) ----------------
+
+
+def parse_min_arch(value: Optional[str], check_env: bool = True) -> Optional[str]:
+    """``--min-arch``, normalized (None where not given); a :class:`TargetError` in :func:`arch_problem`'s words
+    where it is no arch, or one below sm_75 (NVRTC 13's lowest). With ``check_env``, also checks
+    ``TRT_KERNELS_MIN_ARCH``, which every AOT build reads, where ``--min-arch`` is not given."""
+    from trt_kernels.sources import archs
+    from trt_kernels.sources.nvrtc import normalize_arch
+
+    floor = archs.LEVEL_FLOOR["AMPERE_PLUS"]
+    if not value:
+        if not check_env:
+            return None
+        try:
+            archs.env_min_arch()
+        except ValueError as e:
+            raise TargetError(str(e)) from None
+        return None
+    try:
+        arch = normalize_arch(value)
+    except (ValueError, TypeError) as e:
+        raise TargetError(arch_problem("--min-arch", value, str(e), floor)) from None
+    if archs.arch_key(arch)[0] < 75:
+        raise TargetError(arch_problem("--min-arch", value, f"{arch} is below sm_75, the lowest arch NVRTC 13 "
+                                       "compiles for", floor))
+    return arch
+
+
+@contextlib.contextmanager
+def min_arch_floor(min_arch: Optional[str]):
+    """While it runs, ``TRT_KERNELS_MIN_ARCH`` set to ``min_arch`` (``--min-arch``: the command reports and
+    builds what a TensorRT build with that variable would; its messages name the variable the user will set);
+    restored after. Nothing changes where ``min_arch`` is None."""
+    from trt_kernels.sources.archs import MIN_ARCH_ENV
+
+    if min_arch is None:
+        yield
+        return
+    saved = os.environ.get(MIN_ARCH_ENV)
+    os.environ[MIN_ARCH_ENV] = min_arch
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(MIN_ARCH_ENV, None)
+        else:
+            os.environ[MIN_ARCH_ENV] = saved
+
+
+def floor_said(min_arch: Optional[str]) -> Optional[str]:
+    """Where the AOT floor of this run comes from, for headers: ``--min-arch sm_80 (as TRT_KERNELS_MIN_ARCH=sm_80
+    would)``, ``TRT_KERNELS_MIN_ARCH=sm_80``, or None where there is none."""
+    from trt_kernels.sources import archs
+
+    if min_arch:
+        return f"--min-arch {min_arch} (as {archs.MIN_ARCH_ENV}={min_arch} would)"
+    env = archs.env_min_arch()
+    return f"{archs.MIN_ARCH_ENV}={env}" if env else None
+
+
+def floor_origin(min_arch: Optional[str]) -> Optional[str]:
+    """``--min-arch``, ``TRT_KERNELS_MIN_ARCH`` or None: what sets the AOT floor of this run, for ``--json``."""
+    from trt_kernels.sources import archs
+
+    return "--min-arch" if min_arch else archs.MIN_ARCH_ENV if archs.env_min_arch() else None
+
+
+def compile_arch_origin(kop, arch: str, arch_from: str) -> Tuple[str, str]:
+    """``(arch, origin)``: the compile arch of this command for ``kop``, which :meth:`KernelOp.aot_target` falls
+    back to (no floor, no declared ``min_arch``): the arch given (``arch``, from ``arch_from``), or the
+    declaration's ``arch_override`` where the command was given none."""
+    if arch_from != "--arch" and kop.source.arch_override:
+        return kop.source.arch_override, "the compile arch (the declaration's arch_override)"
+    return arch, f"the compile arch ({arch_from})"
+
+
+def aot_ptx(kop, arch: str, arch_from: str, binary, floor_from: Optional[str] = None
+            ) -> Tuple[Dict[str, Any], List[str]]:
+    """The PTX the op's TensorRT AOT plugin would embed: the arch :meth:`KernelOp.aot_target` picks and where that
+    came from, the ``.target`` of the PTX compiled for it (tactic 1, the first dtype; a ``ptx_op``'s own), the GPUs
+    it loads on and whether it may be in a hardware-compatible engine; and the op's errors (a floor its declared
+    ``min_arch`` refuses, a compile for the lower arch that fails), each with its fix. ``binary``: the build for
+    ``arch`` the report made already (None where it failed); ``floor_from``: what set ``TRT_KERNELS_MIN_ARCH`` for
+    the command (``--min-arch``), said in its place."""
+    from trt_kernels.errors import ArchError
+    from trt_kernels.sources import archs
+
+    out: Dict[str, Any] = {"aot": kop.aot.aot, "target_arch": None, "from": None, "ptx_target": None,
+                           "loads_on": None, "loads_on_cards": None, "in_hardware_compatible_engines": None,
+                           "hardware_compatible": None, "min_arch": kop.source.min_arch, "note": None, "error": None}
+    if not kop.aot.aot:
+        out["note"] = "none: the op's TensorRT plugin has no AOT impl (JIT, above), so no PTX is embedded"
+        return out, []
+    try:
+        target, origin = kop.aot_target(compile_arch=compile_arch_origin(kop, arch, arch_from))
+    except (ArchError, CompileError, KernelABIError, ValueError) as e:  # a ptx_op's build may fail here too
+        out["error"] = str(e)
+        return out, [str(e)]
+    if floor_from and origin == archs.MIN_ARCH_ENV:
+        origin = floor_from
+    out.update(target_arch=target, **{"from": origin})
+    b = binary
+    if kop.source.needs_arch and (target != arch or b is None):
+        if target == arch:  # the build for the report's arch failed: the ERROR above says why
+            out["note"] = f"not compiled for {target} (see the error)"
+            return out, []
+        try:
+            b = kop.binary(target)
+        except (CompileError, KernelABIError) as e:
+            out["error"] = str(e)
+            return out, [str(e)]
+    if b is None:
+        out["note"] = "not built (see the error)"
+        return out, []
+    image = b.kernel(kop.dtypes[0], 1)
+    if image.aot_ptx is None:
+        out["note"] = f"no AOT PTX for {target or 'its build'}: {image.aot_reason or b.aot_reason}"
+        return out, []
+    got = archs.ptx_target(image.aot_ptx)
+    out["ptx_target"] = got
+    if got is not None:
+        out.update(loads_on=archs.loads_on(got), loads_on_cards=archs.loads_on(got, cards=True),
+                   hardware_compatible=archs.covers(got, archs.LEVEL_FLOOR["AMPERE_PLUS"]),
+                   in_hardware_compatible_engines=archs.in_hardware_compatible_engines(got))
+    return out, []
 
 
 def check_arch(arch: str, origin: str, kops) -> None:
@@ -337,10 +467,12 @@ def _specializes(kop) -> List[Dict[str, Any]]:
     return out
 
 
-def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -> Dict[str, Any]:
+def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str],
+             arch_from: str = "--arch", floor_from: Optional[str] = None) -> Dict[str, Any]:
     from trt_kernels import dtypes as _dt
 
     abi_rows, cache, errors, binary = _abi(kop, arch)
+    aot, aot_errors = aot_ptx(kop, arch, arch_from, binary, floor_from)
     d: Dict[str, Any] = {
         "op": kop.op_name,
         "schema": kop.schema,
@@ -358,7 +490,8 @@ def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str]) -
         "specializes": _specializes(kop),
         "cache": cache,
         "tensorrt": _tensorrt(kop, trt_state, binary),
-        "errors": errors,
+        "aot_ptx": aot,
+        "errors": errors + aot_errors,
     }
     return d
 
@@ -455,13 +588,49 @@ def format_op(d: Dict[str, Any]) -> str:
     add(f"                converter: {t['converter']}")
     if t["ptx_driver_note"]:
         add(f"                note: {t['ptx_driver_note']}")
+    add(f"                AOT plugin PTX: {_aot_text(d['aot_ptx'])}".replace("\n", "\n                  "))
     for e in d["errors"]:
         add("  ERROR         " + e.replace("\n", "\n                "))
     return "\n".join(L)
 
 
-def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool) -> int:
+def _aot_text(a: Dict[str, Any]) -> str:
+    """The "AOT plugin PTX" lines of one op (continuation lines after ``\\n``)."""
+    own = f" (declared min_arch {a['min_arch']})" if a["min_arch"] and "min_arch" not in (a["from"] or "") else ""
+    if a["from"] is None:
+        return (f"refused{own}: the ERROR below says why, and the fix" if a["error"] else (a["note"] or "none") + own)
+    target = a["target_arch"]
+    if target is None:  # a ptx_op: its PTX as given
+        allows = "" if a["from"].startswith("the PTX's own") else f", which {a['from']} allows"
+        lines = [f"the PTX as given{allows}{own}"]
+    else:
+        lines = [f"{target}, from {a['from']}{own}"]
+    if a["error"]:
+        return lines[0] + f": {target} does not build (the ERROR below says why, and the fix)"
+    if a["note"]:
+        lines.append(a["note"])
+    if a["ptx_target"]:
+        lines[0] += f"; the PTX's .target: {a['ptx_target']}"
+        lines.append(f"loads on {a['loads_on_cards']}")
+        lines.append(f"hardware-compatible engines (AMPERE_PLUS, hardware_compatible=True): "
+                     f"{a['in_hardware_compatible_engines']}")
+    return "\n".join(lines)
+
+
+def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool,
+        min_arch: Optional[str] = None) -> int:
+    try:
+        min_arch = parse_min_arch(min_arch)
+    except TargetError as e:
+        return report_error(str(e), as_json, SCHEMA, target=target)
+    with min_arch_floor(min_arch):
+        return _run(target, op, arch, ranks, as_json, min_arch)
+
+
+def _run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool,
+         min_arch: Optional[str]) -> int:
     from trt_kernels import status
+    from trt_kernels.sources.archs import MIN_ARCH_ENV
 
     try:
         rank_map = parse_ranks(ranks)
@@ -469,6 +638,7 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
             arch_used, arch_note = pick_arch(arch)
         except ValueError as e:
             raise TargetError(arch_problem(arch_origin(bool(arch)), arch or "", str(e))) from None
+        floor = floor_said(min_arch)
         kops = load_target(target)
         if op is not None:
             picked = [k for k in kops if k.op_name == op]
@@ -478,13 +648,19 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
             kops = picked
         check_ranks(rank_map, kops, op or f"any op {target} declares")
         check_arch(arch_used, arch_origin(bool(arch)), kops)
+        if min_arch is not None:
+            check_arch(min_arch, "--min-arch", kops)
         trt_state = status.trt_state()
-        ops = [describe(k, arch_used, rank_map, trt_state) for k in kops]
+        floor_from = f"--min-arch (as {MIN_ARCH_ENV})" if min_arch else None
+        ops = [describe(k, arch_used, rank_map, trt_state, arch_origin(bool(arch)), floor_from) for k in kops]
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)
     failed = any(d["errors"] or any(r["matches"] is False for r in d["abi"]) for d in ops)
     if as_json:
+        from trt_kernels.sources.archs import env_min_arch
+
         print(json.dumps({"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,
+                          "min_arch": env_min_arch(), "min_arch_from": floor_origin(min_arch),
                           "tensorrt_side": {k: v for k, v in trt_state.items()}, "ops": ops, "ok": not failed},
                          indent=2))
     else:
@@ -493,7 +669,8 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
               + (f" ({arch_note})" if arch_note else "")
               + f"; TensorRT side: {'available' if side == 'yes' else 'not available'}"
               + (f" ({trt_state['reason']})" if trt_state.get("reason") else "")
-              + (f" [{trt_state['backend']}]" if trt_state.get("backend") else ""))
+              + (f" [{trt_state['backend']}]" if trt_state.get("backend") else "")
+              + (f"; AOT plugin PTX floor: {floor}" if floor else ""))
         if not ops:
             print("no ops declared (declare them with trt_kernels.cuda_kernel_op / ptx_op at import time)")
         for d in ops:

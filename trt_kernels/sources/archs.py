@@ -90,7 +90,10 @@ def loads_on(arch: str, cards: bool = False) -> str:
     if suffix == "a":
         return f"compute capability {major}.{minor} only (sm_{n}a code runs on that arch alone)"
     gens = [(fam, c) for cc, fam, c in GENERATIONS if cc >= (major, minor) and (suffix != "f" or cc[0] == major)]
-    names = [f"{fam} ({c})" for fam, c in gens] if cards else list(dict.fromkeys(fam for fam, _ in gens))
+    families: dict = {}
+    for fam, c in gens:
+        families.setdefault(fam, []).append(c)
+    names = [f"{fam} ({', '.join(cs)})" if cards else fam for fam, cs in families.items()]
     where = (f"compute capability {major}.{minor} and newer of the {major}.x family only" if suffix == "f"
              else f"compute capability {major}.{minor} and newer")
     return where + (f" ({', '.join(names)})" if names else "")
