@@ -69,12 +69,6 @@ def arch_key(arch: str) -> Tuple[int, str]:
     return int(num[: len(num) - len(suffix)]), suffix
 
 
-def compute(arch: str) -> Tuple[int, int]:
-    """``"sm_86"`` -> ``(8, 6)``; ``"sm_100a"`` -> ``(10, 0)``."""
-    n = arch_key(arch)[0]
-    return n // 10, n % 10
-
-
 def covers(arch: str, floor: str) -> bool:
     """Whether PTX for ``arch`` loads on every GPU of compute capability ``floor`` and newer: a plain target
     no higher than ``floor`` (an ``a`` or ``f`` target loads on one arch or one family only)."""
@@ -124,6 +118,11 @@ def ptx_target(ptx) -> Optional[str]:
     return word[0].split(b",")[0].decode("ascii", "replace")
 
 
+def _lowest_problem(arch: str) -> Optional[str]:
+    """Why ``arch`` (normalized) cannot be a floor: below sm_75, the lowest arch NVRTC 13 compiles for."""
+    return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for" if arch_key(arch)[0] < 75 else None
+
+
 def check_min_arch(op: str, value) -> str:
     """A declaration's ``min_arch``, normalized; :class:`~trt_kernels.errors.SpecError` naming the field where it
     is no arch, or one NVRTC and TensorRT cannot target (below sm_75)."""
@@ -133,14 +132,16 @@ def check_min_arch(op: str, value) -> str:
         arch = normalize_arch(value)
     except (ValueError, TypeError):
         raise fail(op, "min_arch", f"{value!r} is not a GPU arch", "write it like 'sm_80', 'sm_90a' or 80") from None
-    if arch_key(arch)[0] < 75:
-        raise fail(op, "min_arch", f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for",
-                   "use min_arch='sm_75' or higher ('sm_80' for TensorRT's hardware-compatible engines)")
+    problem = _lowest_problem(arch)
+    if problem:
+        raise fail(op, "min_arch", problem, "use min_arch='sm_75' or higher ('sm_80' for TensorRT's "
+                                            "hardware-compatible engines)")
     return arch
 
 
 def env_min_arch() -> Optional[str]:
-    """:data:`MIN_ARCH_ENV`, normalized, or None where it is unset (ValueError naming it where it is no arch)."""
+    """:data:`MIN_ARCH_ENV`, normalized, or None where it is unset (ValueError naming it where it is no arch, or
+    below sm_75)."""
     value = os.environ.get(MIN_ARCH_ENV)
     if not value:
         return None
@@ -148,9 +149,9 @@ def env_min_arch() -> Optional[str]:
         arch = normalize_arch(value)
     except ValueError as e:
         raise ValueError(f"{MIN_ARCH_ENV}={value}: {e}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it") from None
-    if arch_key(arch)[0] < 75:
-        raise ValueError(f"{MIN_ARCH_ENV}={value}: {arch} is below sm_75, the lowest arch NVRTC 13 compiles for. "
-                         f"Fix: {MIN_ARCH_ENV}=sm_80, or unset it")
+    problem = _lowest_problem(arch)
+    if problem:
+        raise ValueError(f"{MIN_ARCH_ENV}={value}: {problem}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it")
     return arch
 
 
@@ -165,17 +166,15 @@ def feature_hint(log: str, arch: str) -> Optional[str]:
     'cp.async.bulk' requires .target sm_90 or higher``, ``Instruction 'wgmma.fence' not supported on .target
     'sm_80'``): the fix, naming the feature's arch where the log does; else None."""
     need = None
-    for marker in ("requires .target sm_", "requires .target sm"):
-        at = log.find(marker)
-        if at >= 0:
-            digits = ""
-            for ch in log[at + len(marker):].lstrip("_"):
-                if not (ch.isdigit() or (digits and ch in "af")):
-                    break
-                digits += ch
-            if digits:
-                need = f"sm_{digits}"
-            break
+    marker = "requires .target sm_"
+    at = log.find(marker)
+    if at >= 0:
+        digits = ""
+        for ch in log[at + len(marker):]:
+            if not (ch.isdigit() or (digits and ch in "af")):
+                break
+            digits += ch
+        need = f"sm_{digits}" if digits else None
     if need is None and "not supported on .target" not in log:
         return None
     what = (f"the code uses a feature of {need} or newer (ptxas names it below), which {arch} lacks" if need else
