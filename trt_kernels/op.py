@@ -23,7 +23,8 @@ from trt_kernels.errors import ArchError, CompileError, NoCudaDeviceError, PtxVe
 from trt_kernels.expr import Const, Expr, binop
 from trt_kernels.limits import STATIC_SHARED_MEM
 from trt_kernels.signature import Signature, scalar_c, scalar_len, scalar_type
-from trt_kernels.sources.archs import normalize_arch
+from trt_kernels.sources import archs
+from trt_kernels.sources.archs import arch_key, normalize_arch
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource
 from trt_kernels.sources.nvrtc import DEFAULT_ARCH, default_arch, env_arch
 
@@ -203,8 +204,6 @@ class KernelOp:
             return None
         arch = normalize_arch(torch.cuda.get_device_capability(device))
         if self.source.min_arch is not None:
-            from trt_kernels.sources.archs import arch_key
-
             if arch_key(arch)[0] < arch_key(self.source.min_arch)[0]:
                 raise ArchError(f"{self.op_name}: declared with min_arch={self.source.min_arch!r}, but CUDA device "
                                 f"{device} is {arch}: the kernel needs a newer GPU. Fix: launch it on a GPU of "
@@ -224,8 +223,6 @@ class KernelOp:
         of the fleet has: a ``min_arch`` it does not cover (the kernel needs a newer arch) raises
         :class:`ArchError` naming both. A PTX source has no choice: ``(None, ...)``, its own ``.target``, which
         the floor must cover too. Eager launches never ask (they compile for the GPU they run on)."""
-        from trt_kernels.sources import archs
-
         floor, origin = None, ""
         if given:
             floor, origin = normalize_arch(given), "the arch given to register_plugin"
@@ -319,8 +316,6 @@ class KernelOp:
         own = self.source.min_arch
         if own is None:
             return arch
-        from trt_kernels.sources.archs import arch_key
-
         return own if arch_key(arch)[0] < arch_key(own)[0] else arch
 
     def param_pack(self, recipe: LaunchRecipe, folded: Tuple[int, ...] = ()) -> ParamPack:
