@@ -6,10 +6,12 @@ import types
 import pytest
 import torch
 
+import support
+
 HAS_CUDA = torch.cuda.is_available()
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(session, config, items):
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False")
     for item in items:
         if "gpu" in item.keywords and not HAS_CUDA:
@@ -17,6 +19,29 @@ def pytest_collection_modifyitems(config, items):
     # The emulated tier switches the session's `tensorrt` to the emulator for good: run it last,
     # so no other test (the real-TensorRT tier above all) ever sees the emulator.
     items.sort(key=lambda item: "trt_emulated" in item.keywords)
+    support.record_collection(session, config, items)
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory):
+    """Commands that tests of several files check (the docs' commands among them), each run once per session,
+    its result shared (tests/support.py, SharedRuns)."""
+    return support.shared_runs(tmp_path_factory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _early_jobs(request, tmp_path_factory, _isolated_cache):
+    """Before the first test: the slow fresh processes that this session's tests will read, queued to run in the
+    background while the tests before theirs run here (tests/support.py, early jobs and POOL)."""
+    support.start_early(request.session.items, tmp_path_factory)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    support.POOL.pump()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    support.POOL.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")

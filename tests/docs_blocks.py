@@ -6,14 +6,16 @@ runs it, so that no command or example in the docs can drift from what the packa
     <!-- docs-test: KIND [flag ...] [key=value ...] -->
 
 KIND is one of:
-  cpu       each line is a shell command; tests/unit/test_docs.py runs it (bash, cwd a scratch folder
-            holding examples/ and benchmarks/, its own TRT_KERNELS_CACHE_DIR) and expects exit status 0
-            (``needs=triton``: skipped where triton is not installed)
+  cpu       each line is a shell command; tests/unit/test_docs.py runs it (cwd a scratch folder holding
+            examples/ and benchmarks/, its own TRT_KERNELS_CACHE_DIR) and expects exit status 0 and no
+            traceback: a ``trt-kernels`` line whose words the shell passes on unchanged in the test process
+            (the CLI's main), any other line by bash (``needs=triton``: skipped where triton is not installed)
   gpu       each line is a shell command run by tests/gpu/test_docs_gpu.py (status 0); ``cpu-rc=N``: also
             run on the CPU tier, where it must exit with N and no traceback
   collect   pytest commands: run with ``--collect-only`` (from the repository root), each must select tests
   python    a Python block; ``name=``, ``after=NAME`` (that block's code runs first), ``prelude=triton``
-            (imports), ``gpu`` (run by the GPU tier instead of the CPU one)
+            (imports), ``gpu`` (run by the GPU tier instead of the CPU one); the CPU tier runs each block as
+            ``__main__`` in one child process for all of them
   error     the message a declaration raises: the ``after=`` block's code with its lines containing
             ``drop=`` removed must raise it (lines ending in ``...`` are prefixes)
   fragment  Python lines that all appear in ``file=`` (an example the tests run)

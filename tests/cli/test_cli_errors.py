@@ -261,10 +261,11 @@ def test_help_is_plain_text(capsys, cmd):
 
 def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
     """A fresh process: ``--help``, ``--version`` and ``cache path|clear`` never import torch, and ``--help``
-    returns in well under a second (0.3 s here, measured as the process's own time from start to exit)."""
+    costs well under a second (0.3 s here: the CPU time of importing the command and answering, which the
+    machine's other work does not stretch as it does the wall time)."""
     code = textwrap.dedent("""
         import sys, time
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         from trt_kernels.cli import main
         for argv in (["--help"], ["--version"], ["cache", "path"], ["cache", "clear"]):
             try:
@@ -272,7 +273,7 @@ def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
             except SystemExit as e:
                 assert e.code in (0, None), (argv, e.code)
             if argv == ["--help"]:
-                print("HELP_SECONDS", time.perf_counter() - t0, file=sys.stderr)
+                print("HELP_SECONDS", time.process_time() - t0, file=sys.stderr)
         print("TORCH", "torch" in sys.modules, file=sys.stderr)
     """)
     env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(tmp_path / "cache"))

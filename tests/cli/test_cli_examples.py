@@ -4,20 +4,21 @@ message saying why, not a traceback.
 
 ``examples/cuda_kernel_op.py`` once compiled case 6's kernel at import, as the seed does
 (``cuda.core.Device()``), and every command on it failed with ``DynamicLibNotFoundError: "cuda" is an
-NVIDIA driver library``. Every command runs in a subprocess with its own disk cache
-(``TRT_KERNELS_CACHE_DIR`` in tmp_path).
+NVIDIA driver library``. The examples run as a user runs them, each in a fresh process (``python
+examples/NAME.py``, all started together); the ``trt-kernels`` commands run in this process (tests/support.py,
+run_cli). Both are the session's shared runs (tests/conftest.py's ``shared_runs``: a cache of their own): the
+docs show some of these commands, and tests/unit/test_docs.py reads the same results.
 """
 
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from support import ROOT
+import support
+from support import ROOT, finish, start
 
 SEED_OPS = ["kern_ex::sigmoid", "kern_ex::add", "kern_ex::scale", "kern_ex::relu_2d", "kern_ex::row_sum",
             "kern_ex::repeat2", "kern_ex::sin_cos"]
@@ -42,32 +43,43 @@ def _needs(name):
         pytest.skip("the Triton example needs triton (pip install 'trt-kernels[triton]')")
 
 
+def _names():
+    return [n for n in EXAMPLES if n != "triton_kernel_op" or importlib.util.find_spec("triton") is not None]
+
+
+def _scripts(tmp_path_factory):
+    """Without a GPU, each example run as a script (it imports the example, then main() says why it stops): the
+    session's shared Jobs (the docs run `python examples/cuda_kernel_op.py` too), not started yet."""
+    if torch.cuda.is_available():
+        return {}
+    shared = support.shared_runs(tmp_path_factory)
+    return {f"run {name}": shared.shell_job(f"python examples/{name}.py") for name in _names()}
+
+
+support.early("examples", __file__, "runs", _scripts)  # queued at the session's start (tests/support.py)
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every command of this file, started together (they are independent; one cache each)."""
-    cmds = {"inspect": ["-m", "trt_kernels", "inspect", "examples/cuda_kernel_op.py", "--arch", "sm_90", "--json"],
-            "status": ["-m", "trt_kernels", "status", "examples/cuda_kernel_op.py"],
-            "inspect checks": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90"],
-            "inspect checks json": ["-m", "trt_kernels", "inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90",
-                                    "--json"],
-            "inspect written": ["-m", "trt_kernels", "inspect", "examples/gallery/ops.py", "--arch", "sm_90", "--op",
+def runs(tmp_path_factory, shared_runs):
+    """Every command of this file: the examples' fresh processes started first, the CLI's commands run here
+    meanwhile."""
+    scripts = {k: j.start() for k, j in support.early_jobs("examples", tmp_path_factory).items()}
+    procs = {}
+    if torch.cuda.is_available():  # import each example (what the commands do) in a fresh process
+        code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='imported'); print('imported')"
+        procs = {f"import {name}": start(["-c", code, f"examples/{name}.py"], cwd=ROOT,
+                                         env=_env(tmp_path_factory.mktemp("cache"))) for name in _names()}
+    cmds = {"inspect": ["inspect", "examples/cuda_kernel_op.py", "--arch", "sm_90", "--json"],
+            "status": ["status", "examples/cuda_kernel_op.py"],
+            "inspect checks": ["inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90"],
+            "inspect checks json": ["inspect", "examples/rmsnorm_mixed.py", "--arch", "sm_90", "--json"],
+            "inspect written": ["inspect", "examples/gallery/ops.py", "--arch", "sm_90", "--op",
                                 "gallery::score_filter"],
-            "inspect written json": ["-m", "trt_kernels", "inspect", "examples/gallery/ops.py", "--arch", "sm_90",
-                                     "--op", "gallery::score_filter", "--json"]}
-    code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='imported'); print('imported')"
-    for name in EXAMPLES:
-        if name == "triton_kernel_op" and importlib.util.find_spec("triton") is None:
-            continue
-        if torch.cuda.is_available():
-            cmds[f"import {name}"] = ["-c", code, f"examples/{name}.py"]
-        else:  # run as a script: it imports the example, then main() says why it stops
-            cmds[f"run {name}"] = [f"examples/{name}.py"]
-    procs = {k: subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=_env(tmp_path_factory.mktemp("cache")), cwd=ROOT) for k, args in cmds.items()}
-    out = {}
-    for k, p in procs.items():
-        stdout, stderr = p.communicate(timeout=300)
-        out[k] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+            "inspect written json": ["inspect", "examples/gallery/ops.py", "--arch", "sm_90", "--op",
+                                     "gallery::score_filter", "--json"]}
+    out = {k: shared_runs.cli(*args) for k, args in cmds.items()}
+    out.update(finish(procs))
+    out.update({k: j.result() for k, j in scripts.items()})
     return out
 
 

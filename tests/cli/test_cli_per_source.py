@@ -9,28 +9,34 @@ count as an extra, one output), declared from each of the three sources, one mod
 - ``triton``: a ``@triton.jit`` kernel through ``ttk.triton_kernel_op`` (float32/float16; skipped
   where triton does not import).
 
-Every command runs in a subprocess (``python -m trt_kernels ...``) with its own disk cache
-(``TRT_KERNELS_CACHE_DIR``), so declarations never leak between tests. The commands of one source
-are started together (they are independent) to keep the file fast.
+Every command has its own disk cache (``TRT_KERNELS_CACHE_DIR``). ``status``, ``inspect`` and the first
+``compile`` run in this process (tests/support.py, run_cli: the CLI's main, stdout and stderr captured, the
+compile memos emptied first, as a fresh process has them; each source's file declares its op under a namespace
+of its own). What must be a fresh process is one: the second ``compile`` (it reads the cache the first
+filled, from disk) and the process that declares the ops after ``compile`` (it runs no compiler and loads no
+NVRTC); those of the three sources are started together (they are independent) and run while the in-process
+commands of the next source run.
 
 ``selftest`` has no per-source test: it runs the seed's seven ``cuda_kernel_op`` cases
-(``trt_kernels/cli/seed_cases.py``) and takes no module; on CPU every row is skipped
-(``tests/test_cli_tools.py::test_selftest_on_cpu_skips_every_row_with_a_reason``). ``doctor`` takes
-no module either and has no check per source: one test below.
+(``trt_kernels/cli/seed_cases.py``) and one per other source, and takes no module
+(``tests/cli/test_cli_tools.py::test_selftest_on_cpu_checks_what_runs_without_a_gpu``). ``doctor`` takes
+no module either and has no check per source: one test below, on the session's one ``doctor --json`` run.
 """
 
+import importlib.util
 import json
 import os
 import pathlib
 import re
 import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from typing import Dict, List
 
 import pytest
 import torch
+
+from support import finish, run_cli, start
 
 ARCH = "sm_90"
 HAS_CUDA = torch.cuda.is_available()
@@ -150,19 +156,6 @@ def _env(cache: pathlib.Path, **extra) -> Dict[str, str]:
     return env
 
 
-def _start(args: List[str], env: Dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-
-
-def _finish(procs: Dict[str, subprocess.Popen]) -> Dict[str, subprocess.CompletedProcess]:
-    out = {}
-    for name, p in procs.items():
-        stdout, stderr = p.communicate(timeout=300)
-        out[name] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
-    return out
-
-
 def _cli(*args: str) -> List[str]:
     return ["-m", "trt_kernels", *args]
 
@@ -243,34 +236,44 @@ def _module_text(source: str, ns: str) -> str:
     return textwrap.dedent(text).replace("@NS@", ns)
 
 
+def _available(source: str) -> bool:
+    return source != "triton" or importlib.util.find_spec("triton") is not None
+
+
+@pytest.fixture(scope="module")
+def all_runs(tmp_path_factory) -> Dict[str, Runs]:
+    """Every source's commands: the in-process ones of each source, while the fresh processes of the sources
+    before it run."""
+    done, fresh = {}, {}
+    for source in filter(_available, SOURCES):
+        tmp = tmp_path_factory.mktemp(f"per_source_{source}")
+        ns = f"ttk_ps{os.getpid()}_{source}"
+        path = tmp / f"ops_{ns}.py"
+        path.write_text(_module_text(source, ns))
+        R = done[source] = Runs(source, ns, path, tmp)
+        p = str(path)
+        R.r["status"] = run_cli(["status", p], env=_env(R.cache("status")))
+        R.r["inspect_json"] = run_cli(["inspect", p, "--arch", ARCH, "--json"], env=_env(R.cache("inspect")))
+        R.r["inspect_text"] = run_cli(["inspect", p, "--op", R.op, "--arch", ARCH], env=_env(R.cache("inspect-text")))
+        R.r["compile_json"] = run_cli(["compile", p, "--arch", ARCH, "--json"], env=_env(R.cache("compile")))
+        # then, in fresh processes over the cache `compile --json` filled: compile again (the text output),
+        # and declare the ops
+        R.compile_cache_after_first = _files(R.cache("compile"))
+        probe = f"SOURCE = {source!r}\nPATH = {p!r}\nOP = {R.op!r}\nARCH = {ARCH!r}\n" + PROBE
+        fresh[source] = {
+            "compile_again": start(_cli("compile", p, "--arch", ARCH), env=_env(R.cache("compile"))),
+            "probe": start(["-c", probe], env=_env(R.cache("compile"), TRT_KERNELS_ARCH=ARCH)),
+        }
+    for source, procs in fresh.items():
+        done[source].r.update(finish(procs))
+    return done
+
+
 @pytest.fixture(scope="module", params=SOURCES)
-def runs(request, tmp_path_factory) -> Runs:
-    source = request.param
-    if source == "triton":
-        pytest.importorskip("triton", reason="triton is not installed (pip install 'trt-kernels[triton]'); the "
-                            "triton_kernel_op rows need it")
-    tmp = tmp_path_factory.mktemp(f"per_source_{source}")
-    ns = f"ttk_ps{os.getpid()}_{source}"
-    path = tmp / f"ops_{ns}.py"
-    path.write_text(_module_text(source, ns))
-    R = Runs(source, ns, path, tmp)
-    p = str(path)
-    # independent commands, each with its own cache, at once
-    R.r.update(_finish({
-        "status": _start(_cli("status", p), _env(R.cache("status"))),
-        "inspect_json": _start(_cli("inspect", p, "--arch", ARCH, "--json"), _env(R.cache("inspect"))),
-        "inspect_text": _start(_cli("inspect", p, "--op", R.op, "--arch", ARCH), _env(R.cache("inspect-text"))),
-        "compile_json": _start(_cli("compile", p, "--arch", ARCH, "--json"), _env(R.cache("compile"))),
-    }))
-    # then, in fresh processes over the cache `compile --json` filled: compile again (the text output),
-    # and declare the ops
-    R.compile_cache_after_first = _files(R.cache("compile"))
-    probe = f"SOURCE = {source!r}\nPATH = {p!r}\nOP = {R.op!r}\nARCH = {ARCH!r}\n" + PROBE
-    R.r.update(_finish({
-        "compile_again": _start(_cli("compile", p, "--arch", ARCH), _env(R.cache("compile"))),
-        "probe": _start(["-c", probe], _env(R.cache("compile"), TRT_KERNELS_ARCH=ARCH)),
-    }))
-    return R
+def runs(request, all_runs) -> Runs:
+    if not _available(request.param):
+        pytest.skip("triton is not installed (pip install 'trt-kernels[triton]'); the triton_kernel_op rows need it")
+    return all_runs[request.param]
 
 
 # ---------------- status ----------------
@@ -446,11 +449,10 @@ def test_declaring_the_ops_after_compile_runs_no_compiler(runs):
 # ---------------- doctor: no module, nothing per source ----------------
 
 
-def test_doctor_json_runs_and_reports_nvrtc(tmp_path):
+def test_doctor_json_runs_and_reports_nvrtc(shared_runs):
     """``doctor`` takes no module; it checks each source's toolchain: NVRTC (CUDA C++), the driver's PTX JIT
     (with a GPU), Triton. On CPU: NVRTC and the probe compiles work, the exit status follows the checks."""
-    r = subprocess.run([sys.executable, *_cli("doctor", "--json")], capture_output=True, text=True,
-                       env=_env(tmp_path / "cache"), timeout=300)
+    r = shared_runs.cli("doctor", "--json")  # also read by test_cli_tools.py
     data = json.loads(r.stdout)
     assert data["schema"] == "trt-kernels.doctor/1" and r.returncode == data["exit_status"]
     checks = {c["check"]: c for c in data["checks"]}
@@ -458,8 +460,6 @@ def test_doctor_json_runs_and_reports_nvrtc(tmp_path):
     assert checks["NVRTC"]["status"] == "ok" and checks["probe compile"]["status"] == "ok"
     assert re.search(r"for sm_\d+a?: ok", checks["probe compile"]["detail"]), checks["probe compile"]
     # the Triton source's toolchain: an installed Triton compiles the probe kernel; a missing one is a note
-    import importlib.util
-
     if importlib.util.find_spec("triton") is not None:
         assert (checks["Triton"]["status"] == "ok"
                 and re.search(r"probe compile for sm_\d+a?: ok", checks["Triton"]["detail"]))
@@ -475,14 +475,14 @@ def test_triton_example_inspect_and_compile_as_the_readme_shows(tmp_path):
     kernels) on a machine without a GPU: both used to crash on Triton ops."""
     pytest.importorskip("triton", reason="the Triton example needs triton (pip install 'trt-kernels[triton]')")
     root = pathlib.Path(__file__).resolve().parents[2]
-    example = root / "examples" / "triton_kernel_op.py"
+    example = str(root / "examples" / "triton_kernel_op.py")
     env = _env(tmp_path / "cache")
-    procs = {"inspect": _start(_cli("inspect", str(example), "--arch", ARCH, "--json"), env)}
-    ins = _ok_json(_finish(procs)["inspect"], "inspect examples/triton_kernel_op.py")
+    ins = _ok_json(run_cli(["inspect", example, "--arch", ARCH, "--json"], env=env),
+                   "inspect examples/triton_kernel_op.py")
     assert ins["ok"] is True and [d["declared_by"] for d in ins["ops"]].count("triton_kernel_op") == 2
     for d in ins["ops"]:
         assert d["errors"] == [] and all(row["matches"] is True for row in d["abi"]), d["op"]
-    done = _ok_json(_finish({"c": _start(_cli("compile", str(example), "--arch", ARCH, "--json"), env)})["c"],
+    done = _ok_json(run_cli(["compile", example, "--arch", ARCH, "--json"], env=env),
                     "compile examples/triton_kernel_op.py")
     assert done["failed"] == 0 and len(done["rows"]) == len(ins["ops"])
     assert all(r["result"] == "read from the cache" for r in done["rows"]), done["rows"]  # inspect filled it

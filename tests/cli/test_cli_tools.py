@@ -1,15 +1,20 @@
-"""trt-kernels inspect, compile, doctor and selftest on CPU (NVRTC runs without a GPU)."""
+"""trt-kernels inspect, compile, doctor and selftest on CPU (NVRTC runs without a GPU).
+
+The commands run in this process (tests/support.py, run_cli: the CLI's main with the environment a test gives
+it, stdout and stderr captured, the compile memos emptied first, as a fresh process has them), each module file
+declaring its ops under a namespace of its own. Fresh processes where that is what a test checks: the processes
+that declare the ops after ``compile`` (that one compiles nothing and loads no NVRTC) and selftest's child
+processes."""
 
 import copy
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
+from support import finish, run_cli, start
 from trt_kernels.cli import doctor, main, selftest
 
 HAS_CUDA = torch.cuda.is_available()
@@ -60,9 +65,8 @@ def _env(tmp_path, **extra):
     return env
 
 
-def _cli(args, env, cwd=None):
-    return subprocess.run([sys.executable, "-m", "trt_kernels", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=300)
+def _cli(args, env):
+    return run_cli(args, env=env)
 
 
 # ---------------- inspect ----------------
@@ -221,9 +225,10 @@ def test_compile_fills_the_cache_and_a_fresh_process_compiles_nothing(tmp_path):
         print(json.dumps({{k.op_name: k.builds()[k.resolve_arch()].from_cache for k in ops}}))
         print(json.dumps("cuda.bindings.nvrtc" in sys.modules))  # our only way to NVRTC
     """)
-    for arch, want in (("sm_90", True), ("sm_80", False)):  # sm_80 was not compiled ahead: NVRTC runs
-        p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           env=_env(tmp_path, TRT_KERNELS_ARCH=arch), timeout=300)
+    wants = {"sm_90": True, "sm_80": False}  # sm_80 was not compiled ahead: NVRTC runs
+    probes = finish({arch: start(["-c", probe], env=_env(tmp_path, TRT_KERNELS_ARCH=arch)) for arch in wants})
+    for arch, want in wants.items():
+        p = probes[arch]
         assert p.returncode == 0, p.stderr
         got, nvrtc = (json.loads(ln) for ln in p.stdout.strip().splitlines()[-2:])
         assert len(got) == 7 and set(got.values()) == {want}, (arch, got)
@@ -287,9 +292,9 @@ def _status(checks, name):
     return [c for c in checks if c["check"] == name][0]
 
 
-def test_doctor_runs_and_its_exit_status_follows_the_checks(capsys):
-    rc = main(["doctor", "--json"])
-    data = json.loads(capsys.readouterr().out)
+def test_doctor_runs_and_its_exit_status_follows_the_checks(shared_runs):
+    r = shared_runs.cli("doctor", "--json")
+    rc, data = r.returncode, json.loads(r.stdout)
     assert data["schema"] == "trt-kernels.doctor/1" and rc == data["exit_status"]
     assert rc == (1 if any(c["status"] == "error" for c in data["checks"]) else 0)
     names = [c["check"] for c in data["checks"]]
@@ -298,9 +303,9 @@ def test_doctor_runs_and_its_exit_status_follows_the_checks(capsys):
         assert n in names
     f = data["facts"]
     assert f["torch"] == torch.__version__ and f["nvrtc"] and f["probe"].startswith("ok")
-    assert main(["doctor"]) == rc
-    out = capsys.readouterr().out
-    assert "check" in out and "NVRTC" in out and "doctor:" in out
+    text = shared_runs.cli("doctor")  # the README's `trt-kernels doctor` (tests/unit/test_docs.py)
+    assert text.returncode == rc
+    assert "check" in text.stdout and "NVRTC" in text.stdout and "doctor:" in text.stdout
 
 
 def _paren_depth(text: str) -> int:
@@ -367,15 +372,16 @@ def test_doctor_missing_eager_needs_are_errors_missing_tensorrt_is_a_note(facts)
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the GPU tier runs selftest for real (test_cli_selftest_gpu.py)")
-def test_selftest_on_cpu_checks_what_runs_without_a_gpu(capsys):
+def test_selftest_on_cpu_checks_what_runs_without_a_gpu(shared_runs):
     """On a CPU machine selftest compiles every case (ABI checked), runs the fake impls and torch.export, and
     builds each op's QDP plugin through NVIDIA's tensorrt.plugin layer; the GPU tiers skip with the reason."""
     import importlib.util
 
     from trt_kernels.testing._standin import unavailable_reason
 
-    assert main(["selftest", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    r = shared_runs.cli("selftest", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads(r.stdout)
     assert data["schema"] == "trt-kernels.selftest/1" and data["exit_status"] == 0 and data["failed"] == 0
     # the seed's seven, then one case per other kernel source (ptx_op, triton_kernel_op)
     assert data["cases"] == ["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos", "ptx_sigmoid",
@@ -389,8 +395,9 @@ def test_selftest_on_cpu_checks_what_runs_without_a_gpu(capsys):
             assert r["status"] == "passed", r
         elif r["tier"] not in ("compile", "qdp_build"):
             assert r["status"] == "skipped" and "needs a CUDA GPU" in r["reason"], r
-    assert main(["selftest"]) == 0
-    cap = capsys.readouterr()
+    cap = shared_runs.cli("selftest")  # the README's `trt-kernels selftest` (tests/unit/test_docs.py)
+    assert cap.returncode == 0, cap.stderr[-3000:]
+    cap.out, cap.err = cap.stdout, cap.stderr
     assert "[1] needs a CUDA GPU" in cap.out and "nothing was checked" not in cap.out
     # NVIDIA's "tensorrt.plugin module is experimental" warning comes with each import of it: once, not per case
     assert cap.err.count("module is experimental") <= 1, cap.err
@@ -413,13 +420,19 @@ def test_selftest_failure_gives_a_non_zero_exit():
 @pytest.mark.skipif(HAS_CUDA, reason="on a GPU the child would run the tier for real")
 def test_selftest_child_process_failure_is_a_failed_row():
     """The emulated tier's child cannot emulate without a GPU: its crash must come back as failed rows."""
-    rows = selftest.run_child("torch_tensorrt_emulated", "ttk_selftest_cpu")
+    from concurrent.futures import ThreadPoolExecutor
+
+    # the two children side by side (each call starts its process and waits for it)
+    with ThreadPoolExecutor(2) as pool:
+        emulated, trt = pool.map(lambda tier: selftest.run_child(tier, "ttk_selftest_cpu"),
+                                 ["torch_tensorrt_emulated", "tensorrt"])
+    rows = emulated
     assert len(rows) == 9 and all(r.status == "failed" and "cannot emulate TensorRT here" in r.reason for r in rows)
     assert selftest.exit_status(rows) == 1
     # the parent runs the TensorRT child only where tensorrt is installed: there, one that does not
     # import is a broken install, a failure (run directly here, where it is absent)
     assert selftest.skip_reasons()["tensorrt"] is not None
-    rows = selftest.run_child("tensorrt", "ttk_selftest_cpu")
+    rows = trt
     assert len(rows) == 9 and all(r.status == "failed" and "do not import" in r.reason for r in rows)
 
 

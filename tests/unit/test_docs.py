@@ -1,8 +1,16 @@
 """Every command and example the README and docs/ show is run here (CPU) or by the GPU tier
 (tests/gpu/test_docs_gpu.py), as its block's marker says (tests/docs_blocks.py): the docs cannot drift
-from what the package does. A block without a marker fails the first test."""
+from what the package does. A block without a marker fails the first test.
+
+Each command runs once: a ``trt-kernels`` line whose words the shell passes on unchanged runs in this process
+(``trt_kernels.cli.main``, the console script's function) and its result is shared with the tests of tests/cli that
+check the same command (tests/conftest.py's ``shared_runs``); every other line runs as written, by bash, in a fresh
+process. The fresh processes of this file (those lines, one child for the Python blocks, one for the benchmarks'
+--help) are queued at the session's start to run in the background (tests/support.py, early jobs), or started
+together when the first test here needs one."""
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -14,6 +22,8 @@ import tomllib
 import pytest
 
 import docs_blocks as db
+import support
+from support import Job, collected_markers, job, plain_words
 
 ALL = db.blocks()
 
@@ -44,14 +54,13 @@ def test_readme_is_a_first_hour_page_linking_the_docs():
             assert (page.parent / target).resolve().is_file(), f"{page.name} links to missing {target}"
 
 
-@pytest.fixture
-def scratch(tmp_path):
-    """A folder like the repository root for the docs' relative paths, with its own cache."""
+def _scratch(tmp):
+    """A folder like the repository root for the docs' relative paths, with its own cache: (folder, env)."""
     for name in ("examples", "benchmarks"):
-        (tmp_path / name).symlink_to(db.ROOT / name)
+        (tmp / name).symlink_to(db.ROOT / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_KERNELS_")}
-    env["TRT_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
-    return tmp_path, env
+    env["TRT_KERNELS_CACHE_DIR"] = str(tmp / "cache")
+    return tmp, env
 
 
 def _distinct(pairs):
@@ -70,15 +79,52 @@ SHELL = _distinct([(b, c) for b in _by_kind("cpu") for c in b.commands()] +
                   [(b, c) for b in _by_kind("gpu") if "cpu-rc" in b.opts for c in b.commands()])
 
 
-@pytest.mark.parametrize("block,command", SHELL, ids=_ids(SHELL))
-def test_shell_command_runs_on_the_cpu(block, command, scratch):
+def _in_process(command):
+    """The arguments of a plain ``trt-kernels`` line (run in this process); None for a line bash runs."""
+    words = plain_words(command)
+    return words[1:] if words and words[0] == "trt-kernels" else None
+
+
+def _skip_reason(block):
     if block.opts.get("needs") and importlib.util.find_spec(block.opts["needs"]) is None:
-        pytest.skip(f"{command!r} needs {block.opts['needs']}, which is not installed")
-    cwd, env = scratch
+        return f"needs {block.opts['needs']}, which is not installed"
+    if block.kind != "cpu" and int(block.opts["cpu-rc"]) != 0 and _has_cuda():
+        return "runs on the GPU tier where a GPU is visible"
+    return None
+
+
+def _children(tmp_path_factory):
+    """This file's fresh processes (see the module's docstring), not started yet: {what: Job}."""
+    jobs = {}
+    for block, command in SHELL:
+        if _skip_reason(block) is not None or _in_process(command) is not None:
+            continue
+        if plain_words(command) is not None:  # e.g. `python examples/...`: tests/cli runs it too
+            jobs[command] = support.shared_runs(tmp_path_factory).shell_job(command)
+            continue
+        cwd, env = _scratch(tmp_path_factory.mktemp("docs-shell"))
+        jobs[command] = Job(["bash", "-c", command], cwd=cwd, env=env)
+    jobs["python blocks"] = _python_blocks(tmp_path_factory.mktemp("docs-python"))
+    jobs["benchmarks --help"] = job(["-c", BENCH_HELP, *_benchmark_scripts()], cwd=db.ROOT)
+    return jobs
+
+
+support.early("docs", __file__, "children", _children)  # queued at the session's start (tests/support.py)
+
+
+@pytest.fixture(scope="module")
+def children(tmp_path_factory):
+    return {k: j.start() for k, j in support.early_jobs("docs", tmp_path_factory).items()}
+
+
+@pytest.mark.parametrize("block,command", SHELL, ids=_ids(SHELL))
+def test_shell_command_runs_on_the_cpu(block, command, children, shared_runs):
+    reason = _skip_reason(block)
+    if reason is not None:
+        pytest.skip(f"{command!r}: {reason}")
     want = 0 if block.kind == "cpu" else int(block.opts["cpu-rc"])
-    if want != 0 and _has_cuda():
-        pytest.skip("runs on the GPU tier where a GPU is visible")
-    r = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    args = _in_process(command)
+    r = shared_runs.cli(*args) if args is not None else children[command].result()
     out = r.stdout + r.stderr
     assert r.returncode == want, (f"{block.where}: {command!r} exited {r.returncode}, the docs say {want}:\n"
                                   f"{out[-4000:]}")
@@ -105,17 +151,26 @@ def _marker_of(args):
     raise AssertionError(f"a collect block's command {' '.join(args)!r} is not `python -m pytest [-m NAME]`")
 
 
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    """How many tests each distinct pytest command of the docs selects, from one ``--collect-only`` run that
-    records every test's markers (tests/marker_counts.py): ``-m NAME`` selects the tests marked NAME."""
+def _markers(tmp_path_factory):
+    """Each test's markers, as ``python -m pytest`` collects them: this session's own collection where it was
+    that one (tests/support.py, collected_markers), else one ``--collect-only`` run that records them
+    (tests/marker_counts.py)."""
+    marks = collected_markers()
+    if marks is not None:
+        return marks
     path = tmp_path_factory.mktemp("markers") / "markers.txt"
     env = dict(os.environ, TTK_MARKER_COUNTS=str(path),
                PYTHONPATH=os.pathsep.join([str(db.ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                         "-p", "marker_counts"], cwd=db.ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    marks = [set(filter(None, line.split(","))) for line in path.read_text().splitlines()]
+    return [set(filter(None, line.split(","))) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """How many tests each distinct pytest command of the docs selects (``-m NAME``: the tests marked NAME)."""
+    marks = _markers(tmp_path_factory)
     out = {}
     for block, command in COLLECT:
         args = shlex_split_command(command)
@@ -138,18 +193,78 @@ CHECKS = {
                   "val = [n for n in ep.graph.nodes if n.op == 'output'][0].args[0][0].meta['val']\n"
                   "assert tuple(val.shape) == (4, 1000) and val.dtype == torch.float32 and val.device.type == 'meta'\n",
 }
+ERRORS = _by_kind("error")
+
+
+# The Python and error blocks, each in a namespace of its own, in one child process (a block is checked for what
+# it does, not for what a process loads): a block's code from a file run as __main__ (as `python block.py` runs
+# it) must end without an exception; an error block's code must raise, and the child prints the message. The
+# error blocks go first, before their `after=` block declares the op for good.
+BLOCKS_CHILD = r"""
+import json, runpy, sys, traceback
+results = {}
+for key, kind, path in json.load(open(sys.argv[1])):
+    try:
+        if kind == "error":
+            try:
+                exec(compile(open(path).read(), "b", "exec"), {})
+            except Exception as e:
+                results[key] = {"ok": True, "out": str(e)}
+            else:
+                results[key] = {"ok": False, "out": "no error raised"}
+        else:
+            runpy.run_path(path, run_name="__main__")
+            results[key] = {"ok": True, "out": ""}
+    except BaseException:
+        results[key] = {"ok": False, "out": traceback.format_exc()}
+print("RESULT " + json.dumps(results))
+"""
+
+
+def _python_block_skip(block):
+    if block.opts.get("prelude") == "triton" and importlib.util.find_spec("triton") is None:
+        return "needs triton (pip install 'trt-kernels[triton]')"
+    return None
+
+
+def _error_block_code(block):
+    base = db.named(ALL, block.opts["after"]).text
+    drop = block.opts["drop"]
+    kept = [ln for ln in base.splitlines() if drop not in ln]
+    assert len(kept) < len(base.splitlines()), f"{block.where}: no line of {block.opts['after']!r} contains {drop!r}"
+    return "\n".join(kept) + "\n"
+
+
+def _python_blocks(tmp):
+    """The child that runs every Python block (and error block) this machine can, in a scratch folder."""
+    cwd, env = _scratch(tmp)
+    todo = []
+    for i, block in enumerate(ERRORS):
+        path = tmp / f"error{i}.py"
+        path.write_text(_error_block_code(block))
+        todo.append([block.where, "error", str(path)])
+    for i, block in enumerate(PYTHON):
+        if _python_block_skip(block) is None:
+            path = tmp / f"block{i}.py"
+            path.write_text(db.program(ALL, block) + CHECKS.get(block.opts.get("name"), ""))
+            todo.append([block.where, "python", str(path)])
+    (tmp / "blocks.json").write_text(json.dumps(todo))
+    return job(["-c", BLOCKS_CHILD, str(tmp / "blocks.json")], cwd=cwd, env=env)
+
+
+def _block_result(children, block):
+    r = children["python blocks"].result(timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, f"the docs blocks' child exited {r.returncode}:\n{r.stderr[-4000:]}"
+    return json.loads(lines[-1][len("RESULT "):])[block.where]
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])
-def test_python_block_runs_on_the_cpu(block, scratch, tmp_path):
-    if block.opts.get("prelude") == "triton" and importlib.util.find_spec("triton") is None:
-        pytest.skip("needs triton (pip install 'trt-kernels[triton]')")
-    cwd, env = scratch
-    code = db.program(ALL, block) + CHECKS.get(block.opts.get("name"), "") + "\nprint('DOCS-BLOCK-OK')\n"
-    script = tmp_path / "block.py"
-    script.write_text(code)
-    r = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and "DOCS-BLOCK-OK" in r.stdout, f"{block.where}:\n{r.stderr[-4000:]}"
+def test_python_block_runs_on_the_cpu(block, children):
+    if _python_block_skip(block) is not None:
+        pytest.skip(_python_block_skip(block))
+    res = _block_result(children, block)
+    assert res["ok"], f"{block.where}:\n{res['out'][-4000:]}"
 
 
 def test_every_named_block_with_a_check_exists():
@@ -157,27 +272,13 @@ def test_every_named_block_with_a_check_exists():
         db.named(ALL, name)
 
 
-ERRORS = _by_kind("error")
-
-
 @pytest.mark.parametrize("block", ERRORS, ids=[b.where for b in ERRORS])
-def test_error_block_is_the_error_raised(block, scratch, tmp_path):
-    cwd, env = scratch
-    base = db.named(ALL, block.opts["after"]).text
-    drop = block.opts["drop"]
-    kept = [ln for ln in base.splitlines() if drop not in ln]
-    assert len(kept) < len(base.splitlines()), f"{block.where}: no line of {block.opts['after']!r} contains {drop!r}"
-    code = "\n".join(kept) + "\n"
-    script = tmp_path / "err.py"
-    script.write_text("import sys, traceback\ntry:\n    exec(compile(open(sys.argv[1]).read(), 'b', 'exec'), {})\n"
-                      "except Exception as e:\n    print(str(e)); sys.exit(0)\nsys.exit('no error raised')\n")
-    (tmp_path / "b.py").write_text(code)
-    r = subprocess.run([sys.executable, str(script), str(tmp_path / "b.py")], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    got = r.stdout.splitlines()
+def test_error_block_is_the_error_raised(block, children):
+    res = _block_result(children, block)
+    assert res["ok"], f"{block.where}: {res['out'][-3000:]}"
+    got = res["out"].splitlines()
     for i, want in enumerate(block.text.rstrip("\n").splitlines()):
-        assert i < len(got), f"{block.where}: the error has {len(got)} lines:\n{r.stdout}"
+        assert i < len(got), f"{block.where}: the error has {len(got)} lines:\n{res['out']}"
         if want.endswith("..."):
             assert got[i].startswith(want[:-3].rstrip(", ")), f"line {i}: {got[i]!r} vs the docs' {want!r}"
         else:
@@ -276,13 +377,45 @@ def test_inline_commands_name_what_exists():
     assert checked >= 10
 
 
-def test_benchmarks_the_docs_name_parse_their_arguments():
+# Each benchmark script's --help, one after the other in one child process: run as `python benchmarks/NAME.py
+# --help` runs it (run as __main__, its folder first on sys.path, its arguments in sys.argv); the child prints
+# each one's exit status and output.
+BENCH_HELP = r"""
+import contextlib, io, json, os, runpy, sys
+out = {}
+for script in sys.argv[1:]:
+    buf, saved = io.StringIO(), list(sys.path)
+    sys.argv[:] = [script, "--help"]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    code = 0
+    try:
+        with contextlib.redirect_stdout(buf):
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) or e.code is None else 1
+    except BaseException as e:
+        code = f"{type(e).__name__}: {e}"
+    sys.path[:] = saved
+    out[script] = [code or 0, buf.getvalue()]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _benchmark_scripts():
+    return sorted({w.split()[1] for _, w in db.inline_commands() if w.split()[1].startswith("benchmarks/")})
+
+
+def test_benchmarks_the_docs_name_parse_their_arguments(children):
     """The benchmark scripts the docs name answer --help without a GPU (their runs are GPU-tier work)."""
-    scripts = {w.split()[1] for _, w in db.inline_commands() if w.split()[1].startswith("benchmarks/")}
+    scripts = _benchmark_scripts()
     assert scripts, "the docs name no benchmark"
-    for s in sorted(scripts):
-        r = subprocess.run([sys.executable, str(db.ROOT / s), "--help"], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0 and "usage" in r.stdout.lower(), f"{s} --help:\n{r.stdout[-1500:]}{r.stderr[-1500:]}"
+    r = children["benchmarks --help"].result()
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, f"the --help child exited {r.returncode}:\n{r.stderr[-3000:]}"
+    got = json.loads(lines[-1][len("RESULT "):])
+    for s in scripts:
+        code, text = got[s]
+        assert code == 0 and "usage" in text.lower(), f"{s} --help exited {code}:\n{text[-1500:]}{r.stderr[-1500:]}"
 
 
 def test_shutil_which_finds_the_console_script():

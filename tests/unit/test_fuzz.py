@@ -1,6 +1,7 @@
 """Fuzzing declarations and calls (issue 15): whatever a user passes, a refusal is one of this
 package's errors, names the op and the field or argument, and says how to fix it; nothing foreign
-(TypeError, IndexError, ZeroDivisionError, torch's errors) escapes. Bounded to a few seconds."""
+(TypeError, IndexError, ZeroDivisionError, torch's errors) escapes. Bounded to a few seconds: 50 examples per
+test by default (the same ones every run), ``TTK_FUZZ_EXAMPLES`` sets how many (``.ci/run`` runs 150)."""
 
 import os
 
@@ -18,9 +19,9 @@ from trt_kernels.expr import lift
 
 FIELDS = ("op_name", "spec", "kernel_source", "kernel_name", "inputs", "outputs", "extras", "geometry", "dtypes",
           "compile_options", "include_paths", "compile_std", "arch_override", "schema", "meta_fn", "eager_fn",
-          "type_params", "checks", "params")
+          "type_params", "checks", "params", "min_arch")
 OURS = (ttk.SpecError, ttk.CompileError)
-SETTINGS = settings(max_examples=int(os.environ.get("TTK_FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=int(os.environ.get("TTK_FUZZ_EXAMPLES", "50")), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # a few kernels whose parameter lists fit common declarations, so some fuzzed specs compile and get called
@@ -102,6 +103,8 @@ FIELD_VALUES = {  # per KernelSpec field: values to put there, valid and not
     "include_paths": st.sampled_from([None, [], ["/nonexistent"], "abc", [None]]),
     "compile_std": st.sampled_from(["c++17", "c++20", "c++99", None]),
     "arch_override": st.sampled_from([None, "sm_90", "sm-90", (9,), (9, 0), 90, "compute_90", [9, 0], 1.5]),
+    "min_arch": st.sampled_from([None, "sm_80", "sm_90a", "sm_70", "sm-80", (8, 0), 86, "compute_89", [8, 0], 1.5, "",
+                                 "sm_100"]),
     "dtypes": st.sampled_from([None, [torch.float32], [torch.float32, torch.float16], [], torch.float32, ["x"],
                                [(torch.float16, torch.float32), (torch.float32, torch.float32)], [(torch.float16,)],
                                [(torch.float16, torch.float32), torch.float16], [(torch.float16, torch.float32)] * 2,

@@ -13,15 +13,13 @@ import json
 import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import trt_kernels as ttk
 from kernels import unique
-from support import ROOT, load_example
+from support import ROOT, early, early_jobs, job, load_example, run_cli
 from trt_kernels import registry
 from trt_kernels.expr import SizesEvaluator, evaluate
 from trt_kernels.sources.abi import ptx_params
@@ -480,17 +478,42 @@ print(json.dumps(out))
 """
 
 
-@needs_triton
-def test_the_kernels_math_under_tritons_interpreter():
+def _interpreter_settings():
+    """What the interpreter child runs: the softmax widths with the block each declares, the matmul's sizes and
+    configs, the swiglu's sizes."""
     _, sm = declared(gallery.GALLERY["softmax_fused"])
     widths = [1, 3, 129, 1024, 1500, 5000]
     blocks = [[c, _variant(sm, torch.empty(1, c)).source.configs[0].constexprs["BLOCK_SIZE"]] for c in widths]
     _, mm = declared(gallery.GALLERY["matmul_bias"])
-    settings = {"softmax": blocks, "matmul": [[1, 1, 1], [31, 33, 17], [65, 127, 129], [3, 20, 0]],
-                "configs": [dict(c.constexprs) for c in mm.source.configs], "swiglu": [[1, 1], [1, 512], [3, 171]]}
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    r = subprocess.run([sys.executable, "-c", INTERPRETED, str(GALLERY_DIR / "declare.py"), json.dumps(settings)],
-                       capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    return {"softmax": blocks, "matmul": [[1, 1, 1], [31, 33, 17], [65, 127, 129], [3, 20, 0]],
+            "configs": [dict(c.constexprs) for c in mm.source.configs], "swiglu": [[1, 1], [1, 512], [3, 171]]}
+
+
+def _script(tmp_path_factory):
+    """declare.py run as a script where no GPU is visible, not started yet."""
+    if torch.cuda.is_available():
+        return {}
+    return {"script": job([GALLERY_DIR / "declare.py"], env=dict(os.environ, TRT_KERNELS_ARCH=ARCH), cwd=ROOT)}
+
+
+early("gallery", __file__, "children", _script)  # queued at the session's start (tests/support.py)
+
+
+@pytest.fixture(scope="module")
+def children(tmp_path_factory):
+    """This file's fresh processes: declare.py run as a script (queued at the session's start, or started
+    here), and the kernels' math under Triton's interpreter (which TRITON_INTERPRET turns on when triton is
+    imported: a process of its own), started here."""
+    jobs = {k: j.start() for k, j in early_jobs("gallery", tmp_path_factory).items()}
+    if TRITON_MISSING is None:
+        jobs["interpreted"] = job(["-c", INTERPRETED, GALLERY_DIR / "declare.py", json.dumps(_interpreter_settings())],
+                                  env=dict(os.environ, TRITON_INTERPRET="1"), cwd=ROOT).start()
+    return jobs
+
+
+@needs_triton
+def test_the_kernels_math_under_tritons_interpreter(children):
+    r = children["interpreted"].result(timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout.splitlines()[-1])
     for cols, dtype, block, ok in out["softmax"]:
@@ -503,10 +526,8 @@ def test_the_kernels_math_under_tritons_interpreter():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what the script says where no GPU is visible")
-def test_the_script_declares_every_kernel_then_says_it_needs_a_gpu():
-    env = dict(os.environ, TRT_KERNELS_ARCH=ARCH)
-    r = subprocess.run([sys.executable, str(GALLERY_DIR / "declare.py")], capture_output=True, text=True,
-                       timeout=900, env=env, cwd=ROOT)
+def test_the_script_declares_every_kernel_then_says_it_needs_a_gpu(children):
+    r = children["script"].result(timeout=900)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-4000:]
     assert "examples/gallery/declare.py: not run: it launches its kernels on a CUDA GPU" in r.stderr
     n = len(gallery.GALLERY) + len(gallery.IN_PLACE) + len(gallery.DATA_DEPENDENT) - (
@@ -515,9 +536,8 @@ def test_the_script_declares_every_kernel_then_says_it_needs_a_gpu():
 
 
 def test_the_command_line_sees_every_gallery_op():
-    env = dict(os.environ, TRT_KERNELS_ARCH=ARCH)
-    r = subprocess.run([sys.executable, "-m", "trt_kernels", "status", str(GALLERY_DIR / "ops.py")],
-                       capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    """``trt-kernels status examples/gallery/ops.py`` (run in this process: tests/support.py, run_cli)."""
+    r = run_cli(["status", GALLERY_DIR / "ops.py"], env=dict(os.environ, TRT_KERNELS_ARCH=ARCH), cwd=ROOT)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     listed = re.findall(r"^gallery::(\w+)\(", r.stdout, flags=re.M)
     assert listed == [k.name for k in gallery.GALLERY.values() if not (k.triton and TRITON_MISSING)] + list(

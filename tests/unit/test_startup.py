@@ -4,18 +4,20 @@ torch_tensorrt while declaring ops; importing the package compiles no generated 
 it never uses an entry that another NVRTC built.
 
 Each case runs in a fresh interpreter (what is loaded is per process), declaring the
-seed's seven ops from ``benchmarks/seed_specs.py`` into a private cache directory.
+seed's seven ops from ``benchmarks/seed_specs.py`` into a private cache directory. The processes are
+independent but for the cache the cold one fills: those that need nothing else are queued at the session's
+start (tests/support.py, early jobs), the warm ones start together when the cold one is done (the ``children``
+fixture), and each test reads its own.
 """
 
 import json
 import os
-import subprocess
-import sys
+import pathlib
 import textwrap
 
 import pytest
 
-from support import ROOT
+from support import ROOT, early, early_jobs, job
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps (Linux)")
 
@@ -76,14 +78,24 @@ CHILD = textwrap.dedent(r"""
 """)
 
 
-def run(cache, arch="sm_90", extra=""):
+def _child_env(cache, arch="sm_90"):
     env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(cache))
     env.pop("TRT_KERNELS_CACHE", None)
     env.pop("TRT_KERNELS_ARCH", None)
     if arch:
         env["TRT_KERNELS_ARCH"] = arch
-    r = subprocess.run([sys.executable, "-c", CHILD + extra, str(ROOT / "benchmarks")], env=env,
-                       capture_output=True, text=True, timeout=300)
+    return env
+
+
+def probe(cache, arch="sm_90", extra=""):
+    """The probe (CHILD, then ``extra``) in a fresh process over ``cache``: a Job (tests/support.py), not
+    started yet."""
+    return job(["-c", CHILD + extra, str(ROOT / "benchmarks")], env=_child_env(cache, arch))
+
+
+def result(child):
+    """The probe's RESULT, from its finished Job."""
+    r = child.result(timeout=300)
     assert r.returncode == 0, r.stderr
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
@@ -95,20 +107,93 @@ def _trt_installed():
     return all(importlib.util.find_spec(n) is not None for n in ("tensorrt", "torch_tensorrt"))
 
 
+ABI_MISMATCH = textwrap.dedent(r"""
+    try:
+        ttk.cuda_kernel_op("kern_seed_bad::sigmoid", ttk.KernelSpec(
+            kernel_source=seed_specs.CU_SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
+            outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+            extras=[ttk.SizeArg("n", ttk.Numel("x"), "long long")],  # the kernel has int n
+            geometry=ttk.Elementwise(block=(256,))))
+    except ttk.KernelABIError as e:
+        print("ABI " + str(e).splitlines()[0])
+    print("NVRTC_AFTER", nvrtc_used())
+""")
+
+IDENTITY = textwrap.dedent(r"""
+    import sys
+    import torch
+    def mapped():
+        with open("/proc/self/maps") as f:
+            return "libnvrtc" in f.read()
+    by_torch = mapped()  # torch's CUDA builds may map libnvrtc themselves
+    from trt_kernels.sources import toolchain
+    ident = toolchain.identity()
+    loaded = "cuda.bindings.nvrtc" in sys.modules or (mapped() and not by_torch)
+    print(ident is not None and "libnvrtc" in ident, loaded)
+""")
+
+
+def _foreign_copy(warm_cache, cache):
+    """A copy of the warm cache whose entries record another NVRTC (a valid checksum, the right path)."""
+    import shutil
+
+    from trt_kernels import cache_store
+    from trt_kernels.sources import nvrtc as comp
+
+    shutil.copytree(warm_cache, cache)
+    entries = sorted(cache.glob("*/*.bin"))
+    assert len(entries) == 7
+    for path in entries:
+        payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
+        header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
+        header["toolchain"] = "nvidia-cuda-nvrtc==0.0.0@/elsewhere/libnvrtc.so.0:1:1"
+        # framed and checksummed again: a sound entry that records another NVRTC
+        path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
+
+
+def _first(tmp_path_factory):
+    """The fresh processes that need nothing but a folder, not started yet: the benchmarks' runs, the identity
+    check, and the cold probe (it fills the cache the others read)."""
+    bench, profile = tmp_path_factory.mktemp("startup-bench"), tmp_path_factory.mktemp("startup-profile")
+    cold = probe(tmp_path_factory.mktemp("warm"))
+    cold.cache = pathlib.Path(cold.popen_kw["env"]["TRT_KERNELS_CACHE_DIR"])
+    return {
+        "benchmark": job([ROOT / "benchmarks" / "startup.py", "--runs", "1"], cwd=bench,
+                         env=dict(os.environ, XDG_CACHE_HOME=str(bench))),
+        "profile": job([ROOT / "benchmarks" / "startup_profile.py", "--phases", "--runs", "1"], cwd=profile,
+                       env=dict(os.environ, TRT_KERNELS_ARCH="sm_90")),
+        "identity": job(["-c", IDENTITY]),
+        "cold": cold,
+    }
+
+
+early("startup", __file__, "children", _first)  # queued at the session's start (tests/support.py)
+
+
 @pytest.fixture(scope="module")
-def warm_cache(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("warm")
-    cold = run(cache)
+def children(tmp_path_factory):
+    """Every fresh process of this file, {name: Job}: those of _first (queued at the session's start, or started
+    here); when the cold probe has filled its cache (and is checked), the warm ones, started together."""
+    jobs = {k: j.start() for k, j in early_jobs("startup", tmp_path_factory).items()}
+    warm_cache = jobs["cold"].cache
+    cold = result(jobs["cold"])
     # the probe itself works: compiling does load NVRTC and look up headers
     assert cold["nvrtc_loaded"] and cold["headers"]
     assert all(progs == {"sm_90": False} for progs in cold["programs"].values()), cold["programs"]
-    return cache
+    foreign = tmp_path_factory.mktemp("foreign") / "cache"
+    _foreign_copy(warm_cache, foreign)
+    jobs.update({
+        "warm": probe(warm_cache).start(),  # one warm start (import and the seven declarations): 4 tests
+        # no arch: the warm start's RESULT, then (after it is printed) the declaration whose ABI disagrees
+        "no arch": probe(warm_cache, arch=None, extra=ABI_MISMATCH).start(),
+        "foreign": probe(foreign).start(),
+    })
+    return jobs
 
 
 @pytest.fixture(scope="module")
-def warm(warm_cache):
-    """One warm start (import and the seven declarations over the filled cache), which the tests below read."""
-    return run(warm_cache)
+def warm(children):
+    return result(children["warm"])
 
 
 def test_warm_declarations_load_nothing_they_do_not_need(warm):
@@ -149,55 +234,26 @@ def test_declaring_compiles_no_source(warm):
     assert res["generated_declaring"] == [], "\n".join(res["generated_declaring"])
 
 
-def test_without_an_arch_the_abi_is_checked_against_any_cached_build(warm_cache):
+def test_without_an_arch_the_abi_is_checked_against_any_cached_build(children):
     """No TRT_KERNELS_ARCH and no GPU: the cached sm_90 build serves the declaration's ABI check."""
-    res = run(warm_cache, arch=None)
+    res = result(children["no arch"])
     assert res["nvrtc_loaded"] is False and res["cuda_initialized"] is False
     assert all(progs == {"sm_90": True} for progs in res["programs"].values()), res["programs"]
 
 
-def test_abi_mismatch_is_still_caught_from_the_cache(warm_cache):
+def test_abi_mismatch_is_still_caught_from_the_cache(children):
     """Same source as a cached seed kernel, a spec that disagrees with it: refused at declaration,
     with nothing compiled (the cached PTX says what the kernel takes)."""
-    extra = textwrap.dedent(r"""
-        try:
-            ttk.cuda_kernel_op("kern_seed_bad::sigmoid", ttk.KernelSpec(
-                kernel_source=seed_specs.CU_SIGMOID, kernel_name="my_sigmoid", inputs=[ttk.InputDecl("x")],
-                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
-                extras=[ttk.SizeArg("n", ttk.Numel("x"), "long long")],  # the kernel has int n
-                geometry=ttk.Elementwise(block=(256,))))
-        except ttk.KernelABIError as e:
-            print("ABI " + str(e).splitlines()[0])
-        print("NVRTC_AFTER", nvrtc_used())
-    """)
-    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(warm_cache))
-    env.pop("TRT_KERNELS_ARCH", None)
-    r = subprocess.run([sys.executable, "-c", CHILD + extra, str(ROOT / "benchmarks")], env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = children["no arch"].result(timeout=300)  # after the RESULT that test above reads
     assert r.returncode == 0, r.stderr
     assert "ABI kern_seed_bad::sigmoid: kernel 'my_sigmoid' takes 3 parameters" in r.stdout
     assert "NVRTC_AFTER False" in r.stdout
 
 
-def test_an_entry_built_by_another_nvrtc_is_not_used(warm_cache, tmp_path):
+def test_an_entry_built_by_another_nvrtc_is_not_used(children):
     """Entries whose recorded toolchain differs from this process's (a valid checksum, the right
     path) are recompiled, not returned."""
-    import shutil
-
-    from trt_kernels import cache_store
-    from trt_kernels.sources import nvrtc as comp
-
-    cache = tmp_path / "foreign"
-    shutil.copytree(warm_cache, cache)
-    entries = sorted(cache.glob("*/*.bin"))
-    assert len(entries) == 7
-    for path in entries:
-        payload = cache_store.unframe(path.read_bytes(), comp._MAGIC)
-        header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
-        header["toolchain"] = "nvidia-cuda-nvrtc==0.0.0@/elsewhere/libnvrtc.so.0:1:1"
-        # framed and checksummed again: a sound entry that records another NVRTC
-        path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
-    res = run(cache)
+    res = result(children["foreign"])
     assert res["nvrtc_loaded"] is True  # it had to compile
     assert all(progs == {"sm_90": False} for progs in res["programs"].values()), res["programs"]
 
@@ -210,20 +266,8 @@ def test_the_key_depends_on_the_toolchain_identity():
     assert a != b
 
 
-def test_identity_is_read_from_disk_without_loading_nvrtc():
-    code = textwrap.dedent(r"""
-        import sys
-        import torch
-        def mapped():
-            with open("/proc/self/maps") as f:
-                return "libnvrtc" in f.read()
-        by_torch = mapped()  # torch's CUDA builds may map libnvrtc themselves
-        from trt_kernels.sources import toolchain
-        ident = toolchain.identity()
-        loaded = "cuda.bindings.nvrtc" in sys.modules or (mapped() and not by_torch)
-        print(ident is not None and "libnvrtc" in ident, loaded)
-    """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+def test_identity_is_read_from_disk_without_loading_nvrtc(children):
+    r = children["identity"].result(timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "False"]
 
@@ -250,12 +294,10 @@ def test_the_distribution_lookup_agrees_with_importlib_metadata():
     assert toolchain._pip_library() == next((p for p in libs if os.path.isfile(p)), None)
 
 
-def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(tmp_path):
+def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(children):
     """README's `python benchmarks/startup.py` (one run each): the table, the goal row, and a warm start
     that loads no NVRTC, looks up no headers, initialises no CUDA and starts no process."""
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--runs", "1"], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    r = children["benchmark"].result()
     assert r.returncode == 0, r.stderr
     rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in ln.strip("|").split("|")]
                                               for ln in r.stdout.splitlines() if ln.startswith("| "))}
@@ -265,12 +307,10 @@ def test_the_startup_benchmark_runs_and_reports_a_clean_warm_start(tmp_path):
     assert rows["NVRTC loaded by trt_kernels"][1] == "yes"  # the cold run compiles
 
 
-def test_the_phase_profile_times_the_declarations_steps(tmp_path):
+def test_the_phase_profile_times_the_declarations_steps(children):
     """docs/benchmarks.md's `python benchmarks/startup_profile.py --phases`: every step of a warm declaration it
     lists is reached (the native kernel's only where torch has CUDA), so a renamed function shows here."""
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup_profile.py"), "--phases", "--runs", "1"],
-                       env=dict(os.environ, TRT_KERNELS_ARCH="sm_90"), capture_output=True, text=True, timeout=600,
-                       cwd=tmp_path)
+    r = children["profile"].result()
     assert r.returncode == 0, r.stderr
     rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in ln.strip("|").split("|")]
                                               for ln in r.stdout.splitlines() if ln.startswith("| "))}

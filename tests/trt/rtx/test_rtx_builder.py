@@ -8,30 +8,18 @@ runs in a child process (rtx_child.py) started as a user starts Python, with no 
 parser loads ``libtensorrt_rtx.so`` by that name, the wheel ships ``libtensorrt_rtx.so.1``, and the package
 makes the name resolve inside the process (trt_kernels.plugins.rtx_lib); where it cannot, registering
 refuses rather than let the parser abort the process (test_register_refuses_where_the_name_cannot_resolve).
+The tier's child processes are started together (conftest.py, ``rtx_children``).
 """
 
 import importlib.util
-import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
 missing = [m for m in ("tensorrt_rtx", "onnx", "onnxscript") if importlib.util.find_spec(m) is None]
 pytestmark = pytest.mark.skipif(bool(missing), reason=f"{' and '.join(missing)} not installed "
                                 "(pip install 'trt-kernels[rtx]')")
-NS = "ttk_rtx"
-
-
-def _child(args, tmp, timeout=600, **extra_env):
-    """``python args...`` with this machine's environment (its LD_LIBRARY_PATH left as it is), a cache of its
-    own and the tests' helpers importable."""
-    env = dict(os.environ, TRT_KERNELS_ARCH="sm_90", TRT_KERNELS_CACHE_DIR=str(tmp / "cache"),
-               PYTHONPATH=os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")]), **extra_env)
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def _name_resolves_at_start() -> bool:
@@ -42,12 +30,8 @@ def _name_resolves_at_start() -> bool:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rtx")
-    r = _child([str(HERE / "rtx_child.py"), NS], tmp)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert r.returncode == 0 and lines, f"child exited {r.returncode}:\n{r.stderr[-4000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+def built(rtx_children):
+    return rtx_children.result("builder")
 
 
 CASES = ["sigmoid", "add", "scale", "relu_2d", "row_sum", "repeat2", "sin_cos", "ptx_sigmoid", "triton_scale"]
@@ -106,33 +90,24 @@ def test_an_op_without_a_registered_creator_is_a_parse_error(built):
     assert any("sigmoid" in e for e in u["errors"]), u["errors"]
 
 
-def test_the_package_makes_the_library_name_resolve_in_process(tmp_path):
+def test_the_package_makes_the_library_name_resolve_in_process(rtx_children):
     """A fresh process without LD_LIBRARY_PATH: the bare name does not resolve until registering, which makes
     it resolve (a stub in the cache, loaded), to the one TensorRT-RTX library the bindings loaded."""
     if _name_resolves_at_start():
         pytest.skip("libtensorrt_rtx.so resolves here already (LD_LIBRARY_PATH)")
-    code = ("import ctypes\nimport tensorrt_rtx as trt\nfrom trt_kernels.plugins import v3one\n"
-            "def resolves():\n    try:\n        ctypes.CDLL('libtensorrt_rtx.so')\n        return True\n"
-            "    except OSError:\n        return False\n"
-            "print('BEFORE', resolves())\nv3one.register(trt)\nprint('AFTER', resolves())\n"
-            "maps = open('/proc/self/maps').read().splitlines()\n"
-            "print('COPIES', len({ln.split()[-1] for ln in maps if ln.endswith('libtensorrt_rtx.so.1')}))\n")
-    r = _child(["-c", code], tmp_path)
+    r = rtx_children.run("resolves")  # conftest.py, RESOLVES
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["BEFORE", "False", "AFTER", "True", "COPIES", "1"], r.stdout
-    stubs = list((tmp_path / "cache").rglob("libtensorrt_rtx-alias-*.so"))
+    stubs = list((rtx_children.folders["resolves"] / "cache").rglob("libtensorrt_rtx-alias-*.so"))
     assert len(stubs) == 1 and stubs[0].stat().st_size < 1024 and (stubs[0].stat().st_mode & 0o022) == 0
 
 
-def test_register_refuses_where_the_name_cannot_resolve(tmp_path):
+def test_register_refuses_where_the_name_cannot_resolve(rtx_children):
     """Where the name cannot be made to resolve (here: the wheel's library not found), registering raises,
     naming the manual fix, instead of the process aborting later in the parser."""
     if _name_resolves_at_start():
         pytest.skip("libtensorrt_rtx.so resolves here already (LD_LIBRARY_PATH)")
-    code = ("import tensorrt_rtx as trt\nfrom trt_kernels.plugins import rtx_lib, v3one\n"
-            "rtx_lib.rtx_library = lambda: None\n"
-            "try:\n    v3one.register(trt)\nexcept RuntimeError as e:\n    print('REFUSED', e)\n")
-    r = _child(["-c", code], tmp_path)
+    r = rtx_children.run("refuses")  # conftest.py, REFUSES
     assert r.returncode == 0, r.stderr[-2000:]
     assert "REFUSED" in r.stdout and "libtensorrt_rtx.so.1 is not installed" in r.stdout
     assert "LD_LIBRARY_PATH" in r.stdout
@@ -189,13 +164,12 @@ def test_enqueue_launches_the_kernel_on_the_gpu():
     assert torch.equal(y, torch.ops.ttk_rtx_enqueue.scale(x, alpha))
 
 
-def test_onnx_route_example_builds_an_engine(tmp_path):
+def test_onnx_route_example_builds_an_engine(rtx_children):
     """``examples/onnx_route.py`` (docs/tensorrt.md quotes it) exports, parses and builds with TensorRT-RTX; on a
     GPU TensorRT-RTX supports it also runs the engine against the eager op."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    r = _child([str(HERE.parents[2] / "examples" / "onnx_route.py")], tmp_path, TMPDIR=str(scratch))  # as written
+    r = rtx_children.run("onnx_route")  # run as written, its TMPDIR a folder of its own
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    scratch = rtx_children.folders["onnx_route"] / "tmp"
     assert not list(scratch.glob("onnx_route_*")), "the example left its temporary folder behind"
     # no noise from the exporter (torchvision's absence, a deprecation inside torch)
     assert "torchvision" not in r.stderr and "FutureWarning" not in r.stderr, r.stderr[-3000:]

@@ -3,22 +3,16 @@ the exported model parses, the builder makes an engine holding our plugins, and 
 the ops' (rtx_gallery_child.py runs it, all the kernels in one model, each alone where that fails; see
 test_rtx_builder.py for the child process)."""
 
-import json
-
 import pytest
-from test_rtx_builder import HERE, _child, missing
+from test_rtx_builder import missing
 
 pytestmark = pytest.mark.skipif(bool(missing), reason=f"{' and '.join(missing)} not installed "
                                 "(pip install 'trt-kernels[rtx]')")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rtx_gallery")
-    r = _child([str(HERE / "rtx_gallery_child.py"), "ttk_rtx_gallery"], tmp, timeout=900)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert r.returncode == 0 and lines, f"child exited {r.returncode}:\n{r.stderr[-4000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+def built(rtx_children):
+    return rtx_children.result("gallery")  # conftest.py starts the child with the tier's others
 
 
 def test_every_gallery_kernel_builds_into_a_real_engine(built):

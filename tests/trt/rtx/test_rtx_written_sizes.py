@@ -3,10 +3,8 @@ on the CPU: the plugin declares each size as a 0-D size tensor (``IExprBuilder::
 builder accepts it and makes an engine, and the network's outputs have -1 in the written axis (rtx_written_child.py
 runs it in a child process; see test_rtx_builder.py)."""
 
-import json
-
 import pytest
-from test_rtx_builder import HERE, _child, missing
+from test_rtx_builder import missing
 
 pytestmark = pytest.mark.skipif(bool(missing), reason=f"{' and '.join(missing)} not installed "
                                 "(pip install 'trt-kernels[rtx]')")
@@ -16,12 +14,8 @@ EXPECTED = {"nonzero_scan": ([[-1, 2]], "DataType.INT32"), "score_filter": ([[-1
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rtx_written")
-    r = _child([str(HERE / "rtx_written_child.py"), "ttk_rtx_written"], tmp, timeout=900)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert r.returncode == 0 and lines, f"child exited {r.returncode}:\n{r.stderr[-4000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+def built(rtx_children):
+    return rtx_children.result("written")  # conftest.py starts the child with the tier's others
 
 
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
