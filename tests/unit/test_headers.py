@@ -328,14 +328,14 @@ def test_the_cache_key_follows_the_include_path_and_the_builtin_headers(tmp_path
     assert len({key(None), key([a]), key([b]), key([a, b]), key([b, a])}) == 5
     assert not toolchain.headers_resolved()  # a key looks nothing up
     before = key(None)
-    # the built-in headers' texts are in the key through IDENTITY, a constant that must be their digest
-    assert std_headers.digest() == std_headers.IDENTITY, (
-        "a built-in header's text changed: set std_headers.IDENTITY to std_headers.digest() "
+    # the built-in headers' texts are in the key through BUILTIN_HEADERS, a constant that must be their digest
+    assert std_headers.digest() == comp.BUILTIN_HEADERS, (
+        "a built-in header's text changed: set nvrtc.BUILTIN_HEADERS to std_headers.digest() "
         f"({std_headers.digest()!r}) so programs compiled with the old texts are not taken from the cache")
     changed = dict(std_headers._headers(), **{"float.h": std_headers.text("float.h") + "/* changed */\n"})
     monkeypatch.setattr(std_headers, "_headers", lambda: changed)
-    assert std_headers.digest() != std_headers.IDENTITY  # a text's change is the digest's
-    monkeypatch.setattr(std_headers, "IDENTITY", std_headers.digest())
+    assert std_headers.digest() != comp.BUILTIN_HEADERS  # a text's change is the digest's
+    monkeypatch.setattr(comp, "BUILTIN_HEADERS", std_headers.digest())
     assert key(None) != before
     monkeypatch.undo()
     assert key(None) == before

@@ -70,6 +70,7 @@ CHILD = textwrap.dedent(r"""
         "launch_code": sorted(m for m in ("trt_kernels.eager.fastpath", "trt_kernels.eager.driver",
                                           "trt_kernels.eager.compiled_launcher", "trt_kernels.plan")
                               if m in sys.modules),
+        "compile_code": sorted(m for m in ("trt_kernels.sources.std_headers",) if m in sys.modules),
         "programs": {n: {a: p.from_cache for a, p in registry.get(n).builds().items()} for n in names},
         "generated_at_import": events["generated"],
         "generated_declaring": events["generated_declaring"],
@@ -211,6 +212,8 @@ def test_warm_declarations_load_nothing_they_do_not_need(warm):
     # the launch code (its generator, the driver wrappers, the compiled launcher, the plans) waits
     # for the first launch
     assert res["launch_code"] == []
+    # and what only compiling needs (the built-in headers' texts; the cache key carries their digest)
+    assert res["compile_code"] == []
 
 
 def test_importing_generates_no_code(warm):

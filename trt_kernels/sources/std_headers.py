@@ -83,7 +83,8 @@ _MATH_CONSTANTS = (
     ("M_SQRT1_2", "0.707106781186547524401"),
 )
 
-# (the texts are built at the first compile, by _headers(), not at import: a warm start needs only IDENTITY)
+# (the texts are built at the first compile, by _headers(): a warm start does not import this module, its cache
+# keys carry nvrtc.BUILTIN_HEADERS)
 def _prelude_h() -> str:
     return _guarded("TRT_KERNELS_PRELUDE_H", "pre-included: what nvcc's implicit <math.h> gives every .cu file", (
         "#if __cplusplus >= 201103L\n"
@@ -248,11 +249,6 @@ NAMES: Tuple[str, ...] = ("stdint.h", "cstdint", "stddef.h", "cstddef", "limits.
                           "math.h", "cmath", "stdio.h", "cstdio", "stdlib.h", "cstdlib", "string.h", "cstring",
                           "assert.h", "cassert")
 
-#: :func:`digest` of the texts as written here, the built-in headers' part of every program's cache key. A
-#: constant, so that a warm start builds no text; ``tests/unit/test_headers.py`` fails where a text changes and
-#: this does not (set it to the new ``digest()``: programs built with the old texts then compile anew).
-IDENTITY = "18472901fb5d2c24"
-
 
 def text(name: str) -> str:
     """The text of built-in header ``name`` (``"stdint.h"``, or :data:`PRELUDE`)."""
@@ -271,13 +267,9 @@ def options() -> Tuple[str, ...]:
     return (f"--pre-include={PRELUDE}",)
 
 
-def identity() -> str:
-    """The built-in headers' part of a program's cache key: :data:`IDENTITY` (reads no file, builds no text)."""
-    return IDENTITY
-
-
 def digest() -> str:
-    """A digest of the built-in headers' texts and how they are used: what :data:`IDENTITY` must be."""
+    """A digest of the built-in headers' texts and how they are used: what
+    :data:`trt_kernels.sources.nvrtc.BUILTIN_HEADERS`, their part of every program's cache key, must be."""
     h = hashlib.sha256()
     for n, t in _headers().items():
         h.update(f"{n}\0{len(t)}\0{t}\0".encode())
