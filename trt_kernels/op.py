@@ -24,7 +24,7 @@ from trt_kernels.expr import Const, Expr, binop
 from trt_kernels.limits import STATIC_SHARED_MEM
 from trt_kernels.signature import Signature, scalar_c, scalar_len, scalar_type
 from trt_kernels.sources import archs
-from trt_kernels.sources.archs import arch_key, normalize_arch
+from trt_kernels.sources.archs import normalize_arch
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource
 from trt_kernels.sources.nvrtc import DEFAULT_ARCH, default_arch, env_arch
 
@@ -204,7 +204,7 @@ class KernelOp:
             return None
         arch = normalize_arch(torch.cuda.get_device_capability(device))
         if self.source.min_arch is not None:
-            if arch_key(arch)[0] < arch_key(self.source.min_arch)[0]:
+            if archs.below(arch, self.source.min_arch):
                 raise ArchError(f"{self.op_name}: declared with min_arch={self.source.min_arch!r}, but CUDA device "
                                 f"{device} is {arch}: the kernel needs a newer GPU. Fix: launch it on a GPU of "
                                 f"{self.source.min_arch} or newer, or lower min_arch if the kernel has a path for "
@@ -316,7 +316,7 @@ class KernelOp:
         own = self.source.min_arch
         if own is None:
             return arch
-        return own if arch_key(arch)[0] < arch_key(own)[0] else arch
+        return own if archs.below(arch, own) else arch
 
     def param_pack(self, recipe: LaunchRecipe, folded: Tuple[int, ...] = ()) -> ParamPack:
         """The packed-parameter layout of ``recipe`` (its parameters but those ``folded`` into the code, then the

@@ -458,7 +458,7 @@ def _assess_aot(f: Dict[str, Any], add) -> None:
         add(f"{env}", "warn", f"{env}={a['env']}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no "
             "AOT plugin builds", f"{env}={floor}, or install an nvidia-cuda-nvrtc that supports {target}")
     for g in f.get("gpus") or []:
-        if archs.arch_key(g["arch"])[0] < archs.arch_key(target)[0]:
+        if archs.below(g["arch"], target):
             add(f"{env} vs cuda:{g['index']}", "warn",
                 f"{env}={a['env']} is above cuda:{g['index']} {g['name']} ({g['arch']}): engines built here embed PTX "
                 "this GPU cannot load", f"{env}={floor} (or no higher than {g['arch']}), or unset it")

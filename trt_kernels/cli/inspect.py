@@ -146,7 +146,6 @@ def parse_min_arch(value: Optional[str], check_env: bool = True) -> Optional[str
     where it is no arch, or one below sm_75 (NVRTC 13's lowest). With ``check_env``, also checks
     ``TRT_KERNELS_MIN_ARCH``, which every AOT build reads, where ``--min-arch`` is not given."""
     from trt_kernels.sources import archs
-    from trt_kernels.sources.nvrtc import normalize_arch
 
     floor = archs.LEVEL_FLOOR["AMPERE_PLUS"]
     if not value:
@@ -158,12 +157,12 @@ def parse_min_arch(value: Optional[str], check_env: bool = True) -> Optional[str
             raise TargetError(str(e)) from None
         return None
     try:
-        arch = normalize_arch(value)
+        arch = archs.normalize_arch(value)
     except (ValueError, TypeError) as e:
         raise TargetError(arch_problem("--min-arch", value, str(e), floor)) from None
-    if archs.arch_key(arch)[0] < 75:
-        raise TargetError(arch_problem("--min-arch", value, f"{arch} is below sm_75, the lowest arch NVRTC 13 "
-                                       "compiles for", floor))
+    problem = archs.lowest_problem(arch)
+    if problem:
+        raise TargetError(arch_problem("--min-arch", value, problem, floor))
     return arch
 
 

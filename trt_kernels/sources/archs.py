@@ -69,6 +69,11 @@ def arch_key(arch: str) -> Tuple[int, str]:
     return int(num[: len(num) - len(suffix)]), suffix
 
 
+def below(arch: str, floor: str) -> bool:
+    """Whether ``arch`` is of an older generation than ``floor`` (normalized archs; suffixes aside)."""
+    return arch_key(arch)[0] < arch_key(floor)[0]
+
+
 def covers(arch: str, floor: str) -> bool:
     """Whether PTX for ``arch`` loads on every GPU of compute capability ``floor`` and newer: a plain target
     no higher than ``floor`` (an ``a`` or ``f`` target loads on one arch or one family only)."""
@@ -118,9 +123,9 @@ def ptx_target(ptx) -> Optional[str]:
     return word[0].split(b",")[0].decode("ascii", "replace")
 
 
-def _lowest_problem(arch: str) -> Optional[str]:
+def lowest_problem(arch: str) -> Optional[str]:
     """Why ``arch`` (normalized) cannot be a floor: below sm_75, the lowest arch NVRTC 13 compiles for."""
-    return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for" if arch_key(arch)[0] < 75 else None
+    return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for" if below(arch, "sm_75") else None
 
 
 def check_min_arch(op: str, value) -> str:
@@ -132,7 +137,7 @@ def check_min_arch(op: str, value) -> str:
         arch = normalize_arch(value)
     except (ValueError, TypeError):
         raise fail(op, "min_arch", f"{value!r} is not a GPU arch", "write it like 'sm_80', 'sm_90a' or 80") from None
-    problem = _lowest_problem(arch)
+    problem = lowest_problem(arch)
     if problem:
         raise fail(op, "min_arch", problem, "use min_arch='sm_75' or higher ('sm_80' for TensorRT's "
                                             "hardware-compatible engines)")
@@ -149,7 +154,7 @@ def env_min_arch() -> Optional[str]:
         arch = normalize_arch(value)
     except ValueError as e:
         raise ValueError(f"{MIN_ARCH_ENV}={value}: {e}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it") from None
-    problem = _lowest_problem(arch)
+    problem = lowest_problem(arch)
     if problem:
         raise ValueError(f"{MIN_ARCH_ENV}={value}: {problem}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it")
     return arch
