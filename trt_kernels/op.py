@@ -211,8 +211,8 @@ class KernelOp:
                                 f"{arch}")
         return arch
 
-    def aot_target(self, given: Optional[str] = None,
-                   compile_arch: Optional[Tuple[str, str]] = None) -> Tuple[Optional[str], str]:
+    def aot_target(self, given: Optional[str] = None, compile_arch: Optional[Tuple[str, str]] = None,
+                   min_arch_env: Optional[str] = None) -> Tuple[Optional[str], str]:
         """The arch the op's TensorRT AOT code (the PTX an engine embeds) targets, and where that came from.
 
         The one rule: ``given`` (``register_plugin(..., arch=)``), else the lowest arch of the engine's hardware
@@ -222,7 +222,9 @@ class KernelOp:
         ``--arch``; else :meth:`resolve_arch`: the building GPU's). Each of the first three is a floor every GPU
         of the fleet has: a ``min_arch`` it does not cover (the kernel needs a newer arch) raises
         :class:`ArchError` naming both. A PTX source has no choice: ``(None, ...)``, its own ``.target``, which
-        the floor must cover too. Eager launches never ask (they compile for the GPU they run on)."""
+        the floor must cover too. Eager launches never ask (they compile for the GPU they run on).
+        ``min_arch_env``: the value of ``TRT_KERNELS_MIN_ARCH`` to take instead of reading the environment (a CLI
+        command's ``--min-arch``: what a build with the variable set so would target; messages name the variable)."""
         floor, origin = None, ""
         if given:
             floor, origin = normalize_arch(given), "the arch given to register_plugin"
@@ -231,7 +233,7 @@ class KernelOp:
             origin = (f"the engine's hardware compatibility level {self.tensorrt.level} (Torch-TensorRT's "
                       "hardware_compatible=True)")
         else:
-            floor = archs.env_min_arch()
+            floor = normalize_arch(min_arch_env) if min_arch_env else archs.env_min_arch()
             origin = archs.MIN_ARCH_ENV
         own = self.source.min_arch
         if not self.source.needs_arch:

@@ -22,9 +22,15 @@ from trt_kernels.cli import doctor
 from trt_kernels.sources import archs
 
 OPS = '''
+import os
+import pathlib
+
 import torch
 import trt_kernels as ttk
 from trt_kernels.sources.nvrtc import compile_program
+
+# what the user's module sees of the floor's variable while the command imports it
+pathlib.Path(__file__).with_suffix(".env").write_text(os.environ.get("TRT_KERNELS_MIN_ARCH", "<unset>"))
 
 COPY = r"""
 extern "C" __global__ void fleet_copy(const float* x, unsigned n, float* y) {{
@@ -156,6 +162,23 @@ def test_inspect_min_arch_option_reports_as_the_variable_would(fleet):
     aot, errors = _aot_lines(r.stdout, f"{ns}::tma")
     assert "sm_80 does not build" in aot and "min_arch='sm_90'" in errors and "cp.async.bulk" in errors
     assert "TRT_KERNELS_MIN_ARCH" not in os.environ  # the option's floor was for the report only
+
+
+@pytest.mark.parametrize("command", ["inspect", "compile"])
+def test_the_min_arch_option_changes_no_environment(fleet, monkeypatch, command):
+    """--min-arch is handed to the rule (KernelOp.aot_target), not put in TRT_KERNELS_MIN_ARCH for the command's
+    run: the user's module sees the environment as it is, and nothing reads the variable back."""
+    root, _, cli = fleet
+    read = []
+    monkeypatch.setattr(archs, "env_min_arch", lambda: read.append(1))
+    r, ns = cli(command, "{file}", "--op", "{ns}::copy", "--min-arch", "sm_80", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (root / f"ops_{ns}.env").read_text() == "<unset>" and read == []
+    data = json.loads(r.stdout)
+    if command == "inspect":
+        assert data["ops"][0]["aot_ptx"]["target_arch"] == "sm_80" and data["min_arch"] == "sm_80"
+    else:
+        assert [row["arch"] for row in data["rows"] if "AOT" in row["role"]] == ["sm_80"]
 
 
 def test_a_bad_min_arch_is_the_commands_arch_error(fleet):

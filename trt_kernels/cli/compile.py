@@ -36,10 +36,9 @@ AOT_ROLE = "AOT PTX (min arch)"
 
 def _aot_job(kop, min_arch: str):
     """``(arch, None)``: the arch ``kop``'s AOT PTX targets under the floor ``min_arch`` (the one rule,
-    :meth:`KernelOp.aot_target`, with ``TRT_KERNELS_MIN_ARCH`` set to it; None for a ``ptx_op``, whose PTX is as
+    :meth:`KernelOp.aot_target`, as with ``TRT_KERNELS_MIN_ARCH`` set to it; None for a ``ptx_op``, whose PTX is as
     given); ``(None, row)`` where there is nothing to compile: a refusal (the failed row) or a ``ptx_op``'s own
     PTX (a skipped row naming its ``.target``)."""
-    from trt_kernels.cli.inspect import min_arch_floor
     from trt_kernels.errors import ArchError, CompileError, KernelABIError
     from trt_kernels.sources import archs
 
@@ -49,8 +48,7 @@ def _aot_job(kop, min_arch: str):
                    "why): no PTX is embedded, nothing to compile")
         return None, row
     try:
-        with min_arch_floor(min_arch):
-            target, _ = kop.aot_target()
+        target, _ = kop.aot_target(min_arch_env=min_arch)
     except (ArchError, CompileError, KernelABIError) as e:
         row.update(result="failed", detail=str(e))
         return None, row

@@ -166,27 +166,6 @@ def parse_min_arch(value: Optional[str], check_env: bool = True) -> Optional[str
     return arch
 
 
-@contextlib.contextmanager
-def min_arch_floor(min_arch: Optional[str]):
-    """While it runs, ``TRT_KERNELS_MIN_ARCH`` set to ``min_arch`` (``--min-arch``: the command reports and
-    builds what a TensorRT build with that variable would; its messages name the variable the user will set);
-    restored after. Nothing changes where ``min_arch`` is None."""
-    from trt_kernels.sources.archs import MIN_ARCH_ENV
-
-    if min_arch is None:
-        yield
-        return
-    saved = os.environ.get(MIN_ARCH_ENV)
-    os.environ[MIN_ARCH_ENV] = min_arch
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(MIN_ARCH_ENV, None)
-        else:
-            os.environ[MIN_ARCH_ENV] = saved
-
-
 def floor_said(min_arch: Optional[str]) -> Optional[str]:
     """Where the AOT floor of this run comes from, for headers: ``--min-arch sm_80 (as TRT_KERNELS_MIN_ARCH=sm_80
     would)``, ``TRT_KERNELS_MIN_ARCH=sm_80``, or None where there is none."""
@@ -214,14 +193,14 @@ def compile_arch_origin(kop, arch: str, arch_from: str) -> Tuple[str, str]:
     return arch, f"the compile arch ({arch_from})"
 
 
-def aot_ptx(kop, arch: str, arch_from: str, binary, floor_from: Optional[str] = None
+def aot_ptx(kop, arch: str, arch_from: str, binary, min_arch: Optional[str] = None
             ) -> Tuple[Dict[str, Any], List[str]]:
     """The PTX the op's TensorRT AOT plugin would embed: the arch :meth:`KernelOp.aot_target` picks and where that
     came from, the ``.target`` of the PTX compiled for it (tactic 1, the first dtype; a ``ptx_op``'s own), the GPUs
     it loads on and whether it may be in a hardware-compatible engine; and the op's errors (a floor its declared
     ``min_arch`` refuses, a compile for the lower arch that fails), each with its fix. ``binary``: the build for
-    ``arch`` the report made already (None where it failed); ``floor_from``: what set ``TRT_KERNELS_MIN_ARCH`` for
-    the command (``--min-arch``), said in its place."""
+    ``arch`` the report made already (None where it failed); ``min_arch``: the command's ``--min-arch``, taken as
+    ``TRT_KERNELS_MIN_ARCH``'s value and named as where the arch came from."""
     from trt_kernels.errors import ArchError
     from trt_kernels.sources import archs
 
@@ -232,12 +211,12 @@ def aot_ptx(kop, arch: str, arch_from: str, binary, floor_from: Optional[str] = 
         out["note"] = "none: the op's TensorRT plugin has no AOT impl (JIT, above), so no PTX is embedded"
         return out, []
     try:
-        target, origin = kop.aot_target(compile_arch=compile_arch_origin(kop, arch, arch_from))
+        target, origin = kop.aot_target(compile_arch=compile_arch_origin(kop, arch, arch_from), min_arch_env=min_arch)
     except (ArchError, CompileError, KernelABIError, ValueError) as e:  # a ptx_op's build may fail here too
         out["error"] = str(e)
         return out, [str(e)]
-    if floor_from and origin == archs.MIN_ARCH_ENV:
-        origin = floor_from
+    if min_arch and origin == archs.MIN_ARCH_ENV:
+        origin = f"--min-arch (as {archs.MIN_ARCH_ENV})"
     out.update(target_arch=target, **{"from": origin})
     b = binary
     if kop.source.needs_arch and (target != arch or b is None):
@@ -467,11 +446,11 @@ def _specializes(kop) -> List[Dict[str, Any]]:
 
 
 def describe(kop, arch: str, ranks: Dict[str, int], trt_state: Dict[str, str],
-             arch_from: str = "--arch", floor_from: Optional[str] = None) -> Dict[str, Any]:
+             arch_from: str = "--arch", min_arch: Optional[str] = None) -> Dict[str, Any]:
     from trt_kernels import dtypes as _dt
 
     abi_rows, cache, errors, binary = _abi(kop, arch)
-    aot, aot_errors = aot_ptx(kop, arch, arch_from, binary, floor_from)
+    aot, aot_errors = aot_ptx(kop, arch, arch_from, binary, min_arch)
     d: Dict[str, Any] = {
         "op": kop.op_name,
         "schema": kop.schema,
@@ -622,14 +601,8 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
         min_arch = parse_min_arch(min_arch)
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)
-    with min_arch_floor(min_arch):
-        return _run(target, op, arch, ranks, as_json, min_arch)
-
-
-def _run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool,
-         min_arch: Optional[str]) -> int:
     from trt_kernels import status
-    from trt_kernels.sources.archs import MIN_ARCH_ENV
+    from trt_kernels.sources.archs import env_min_arch
 
     try:
         rank_map = parse_ranks(ranks)
@@ -650,16 +623,13 @@ def _run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[st
         if min_arch is not None:
             check_arch(min_arch, "--min-arch", kops)
         trt_state = status.trt_state()
-        floor_from = f"--min-arch (as {MIN_ARCH_ENV})" if min_arch else None
-        ops = [describe(k, arch_used, rank_map, trt_state, arch_origin(bool(arch)), floor_from) for k in kops]
+        ops = [describe(k, arch_used, rank_map, trt_state, arch_origin(bool(arch)), min_arch) for k in kops]
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)
     failed = any(d["errors"] or any(r["matches"] is False for r in d["abi"]) for d in ops)
     if as_json:
-        from trt_kernels.sources.archs import env_min_arch
-
         print(json.dumps({"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,
-                          "min_arch": env_min_arch(), "min_arch_from": floor_origin(min_arch),
+                          "min_arch": min_arch or env_min_arch(), "min_arch_from": floor_origin(min_arch),
                           "tensorrt_side": {k: v for k, v in trt_state.items()}, "ops": ops, "ok": not failed},
                          indent=2))
     else:
