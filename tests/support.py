@@ -124,26 +124,6 @@ def run_cli(args, env=None, cwd=None):
     return subprocess.CompletedProcess(["trt-kernels", *map(str, args)], rc, out.getvalue(), err.getvalue())
 
 
-def start(args, **popen):
-    """A fresh ``python ARGS`` (this interpreter), its output piped; finish it with :func:`finish`."""
-    import subprocess
-
-    return subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **popen)
-
-
-def finish(procs, timeout=600):
-    """``{name: CompletedProcess}`` of the processes ``{name: Popen}`` started together (they run side by side:
-    on a machine of a few cores, most of a fresh process's time is importing torch, on one core)."""
-    import subprocess
-
-    out = {}
-    for name, p in procs.items():
-        stdout, stderr = p.communicate(timeout=timeout)
-        out[name] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
-    return out
-
-
 class Job:
     """A fresh process (``argv``, Popen's keyword arguments), started by :meth:`start` (or by :data:`POOL`, or
     by :meth:`result` if nothing started it yet), its stdout and stderr kept in files (a pipe nobody reads would
@@ -197,6 +177,17 @@ class Job:
 def job(args, **popen):
     """A fresh ``python ARGS`` (this interpreter), not started yet: a :class:`Job`."""
     return Job([sys.executable, *args], **popen)
+
+
+def start(args, **popen):
+    """A fresh ``python ARGS`` (this interpreter), started now: a :class:`Job`; :func:`finish` waits for it."""
+    return job(args, **popen).start()
+
+
+def finish(jobs, timeout=600):
+    """``{name: CompletedProcess}`` of the Jobs ``{name: Job}`` started together (they run side by side: on a
+    machine of a few cores, most of a fresh process's time is importing torch, on one core)."""
+    return {name: j.result(timeout) for name, j in jobs.items()}
 
 
 class Pool:
