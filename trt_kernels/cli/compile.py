@@ -138,14 +138,21 @@ def _normalizes(arch) -> bool:
 
 def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min_arch: Optional[str] = None) -> int:
     from trt_kernels.cache_store import cache_dir
-    from trt_kernels.cli import inspect as _inspect
-    from trt_kernels.cli.inspect import TargetError, arch_origin, arch_problem, check_arch, load_target, report_error
+    from trt_kernels.cli.inspect import (
+        TargetError,
+        arch_origin,
+        arch_problem,
+        check_arch,
+        load_target,
+        parse_min_arch,
+        report_error,
+    )
     from trt_kernels.sources import archs as _archs
     from trt_kernels.sources.nvrtc import compile_arch, normalize_arch
 
     given = bool(archs)
     try:
-        min_arch = _inspect.parse_min_arch(min_arch, check_env=False)
+        min_arch = parse_min_arch(min_arch, check_env=False)
         cdir = cache_dir()
         if cdir is None:
             raise TargetError("the disk cache is disabled (TRT_KERNELS_CACHE=0), so compiling ahead of time keeps "
