@@ -459,9 +459,10 @@ def _replace(tmp: str, path: Path) -> None:
         os.replace(tmp, path)
 
 
-def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
+def write_entry(path: Path, magic: bytes, payload: bytes) -> bool:
     """Frame ``payload`` (:func:`frame`) and write it to ``path`` atomically (temporary file,
-    fsync, rename). A failure is logged (once per process and cache at warning level), not raised."""
+    fsync, rename); whether it was written. A failure is logged (once per process and cache at warning
+    level), not raised."""
     blob = frame(magic, payload)
     root, owner = _root_of(path)
     prob = cache_trust.dir_problem(path.parent, root, owner)
@@ -473,7 +474,7 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
         pass
     if prob is not None:  # said where it was read; nothing another user owns or can swap is written over
         _LOG.debug("trt_kernels: not writing the cache entry %s: %s", path, prob)
-        return
+        return False
     try:
         _ensure_dir(path.parent)
         remove_stale_temporaries(path.parent)
@@ -492,9 +493,10 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> None:
             raise
     except OSError as e:
         _cannot_write(path, e)
-        return
+        return False
     with _REPORT_LOCK:
         _REPORTED.discard(str(path))  # a later problem with this entry is news again
+    return True
 
 
 # ---------------- cache clear ----------------

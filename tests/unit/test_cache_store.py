@@ -223,15 +223,15 @@ def test_triton_entries_are_framed_and_checked_by_the_store(tmp_path):
                         profile_scratch_size=0, profile_scratch_align=1, launch_cooperative_grid=False,
                         launch_pdl=False, hash="ab" * 32, triton_version="3.6.0")
     path = tmp_path / "triton" / f"{k.hash}.bin"
-    cache_store.write_entry(path, ts._MAGIC, ts._encode(k))
+    assert cache_store.write_entry(path, ts._MAGIC, ts._encode(k))
     blob = path.read_bytes()
     assert blob.startswith(b"TRTKT\x00")
 
     def read():
-        return cache_store.read_entry(path, ts._MAGIC, lambda p: ts._decode(p, k.hash))
+        return cache_store.read_entry(path, ts._MAGIC, lambda p: ts._decode(p, k.hash, path))
 
     good = read()
-    assert good == ts.TritonKernel(**{**k.__dict__, "from_cache": True})
+    assert good == ts.TritonKernel(**{**k.__dict__, "from_cache": True, "entry": str(path)})
     with open(path, "r+b", buffering=0) as f:
         for i in range(len(blob)):
             for bit in range(8):
@@ -254,7 +254,7 @@ def test_an_entry_of_the_older_format_is_replaced_without_a_warning(tmp_path, ca
     path = tmp_path / "triton" / f"{'ab' * 32}.bin"
     path.parent.mkdir()
     path.write_bytes(b"TRTKT\x00" + len(header).to_bytes(4, "little") + header + b"ptx")
-    assert cache_store.read_entry(path, ts._MAGIC, lambda p: ts._decode(p, "ab" * 32)) is None
+    assert cache_store.read_entry(path, ts._MAGIC, lambda p: ts._decode(p, "ab" * 32, path)) is None
     assert _warnings(caplog) == []
     assert any(r.levelno == logging.INFO and "older trt-kernels format" in r.getMessage() for r in caplog.records)
 

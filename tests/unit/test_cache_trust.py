@@ -9,6 +9,7 @@ rule is read (the control), so each test would fail without the check. Owners ar
 ``os.chown``, which needs root: those tests skip with the reason elsewhere.
 """
 
+import errno
 import logging
 import os
 import re
@@ -17,14 +18,16 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels import SIGMOID
+import trt_kernels as ttk
+from kernels import SIGMOID, sigmoid_spec
 from support import counting_compile_cache
-from trt_kernels import cache_store, cache_trust, cli
+from trt_kernels import cache_store, cache_trust, cli, registry
 from trt_kernels.eager import compiled_launcher, native
 from trt_kernels.sources import nvrtc as comp
 
@@ -292,6 +295,42 @@ def test_a_shared_cache_is_read_after_your_own_and_never_written(shared, cache):
     _compile(SIGMOID + "\n// another program")
     assert sorted(p.name for p in team.rglob("*")) == before  # a miss is compiled into your own cache
     assert any(cache.iterdir())
+
+
+def test_a_build_names_the_entry_it_was_read_from(shared, cache, monkeypatch):
+    """What ``inspect`` / ``compile`` report as a build's cache entries is the file the build came from: the
+    team's entry for a build read from the shared cache, your own for one compiled here, none for a build
+    the cache could not keep."""
+    team, prog = shared
+    monkeypatch.setenv("TRT_KERNELS_ARCH", ARCH)
+    op = "ttk_test_entries::shared_sigmoid"
+    try:
+        kop = _declare(op, "// team")
+        assert not kop.binary().from_cache
+        ours = list(cache.rglob("*.bin"))
+        assert [str(p) for p in ours] == list(kop.binary().entries)  # compiled here: your own entry
+        for p in ours:  # move it into the team's cache, readable by all, written by none
+            dest = team / p.relative_to(cache)
+            dest.parent.mkdir(mode=0o755)
+            shutil.move(p, dest)
+            os.chmod(dest, 0o644)
+        comp._MEMO.clear()
+        kop = _declare(op, "// team")
+        b = kop.binary()
+        assert b.from_cache and list(b.entries) == [str(team / ours[0].relative_to(cache))]
+        assert not list(cache.rglob("*.bin"))  # read from the team's file, which is the one named
+
+        comp._MEMO.clear()
+        with mock.patch("tempfile.mkstemp", side_effect=OSError(errno.ENOSPC, "No space left on device")):
+            kop = _declare(op, "// not kept")
+        assert not kop.binary().from_cache and kop.binary().entries == ()  # nothing kept, nothing named
+    finally:
+        ttk.unregister(op)
+
+
+def _declare(op, comment):
+    ttk.cuda_kernel_op(op, sigmoid_spec(kernel_source=f"{SIGMOID.strip()}\n{comment}"))
+    return registry.get(op)
 
 
 @needs_root

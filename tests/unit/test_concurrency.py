@@ -60,5 +60,5 @@ def test_two_processes_compile_the_same_kernel(tmp_path):
     from trt_kernels.sources import toolchain
 
     payload = cache_store.unframe(files[0].read_bytes(), comp._MAGIC)  # raises unless magic and checksum match
-    prog = comp._decode(payload, key, arch, toolchain.identity())  # valid: key, arch, toolchain
+    prog = comp._decode(payload, key, arch, toolchain.identity(), files[0])  # valid: key, arch, toolchain
     assert prog.lowered == {"my_sigmoid": "my_sigmoid"}

@@ -20,7 +20,6 @@ from trt_kernels.sources import abi as _abi
 from trt_kernels.sources.kernel_source import Binary, KernelImage, KernelSource, Version
 from trt_kernels.sources.nvrtc import (
     CompiledProgram,
-    cache_entry_path,
     cached_program,
     compile_program,
     normalize_arch,
@@ -143,10 +142,9 @@ class CudaSource(KernelSource):
             if check_abi and self.sig.has_outputs:  # without outputs the declaration does not say what it takes
                 _abi.check_abi(self.op_name, n, symbol, prog.ptx, self.sig.params(d), found=prog.params_of(symbol))
             kernels[(d, 0)] = KernelImage(symbol=symbol, image=prog.cubin, ptx=prog.ptx, aot_ptx=prog.ptx)
-        path = cache_entry_path(prog.key, prog.arch)
         nv = ".".join(map(str, prog.nvrtc_version))
         return Binary(arch=prog.arch, kernels=kernels, toolchain=f"NVRTC {nv}", from_cache=prog.from_cache,
-                      entries=(str(path),) if path is not None else (), log=prog.log,
+                      entries=(prog.entry,) if prog.entry is not None else (), log=prog.log,
                       details={"key": prog.key, "nvrtc": nv, "cubin_bytes": len(prog.cubin),
                                "ptx_bytes": len(prog.ptx), "kernels": len(prog.lowered)})
 

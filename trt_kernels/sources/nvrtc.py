@@ -43,7 +43,7 @@ import os
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-from trt_kernels._record import Frozen, plain_record
+from trt_kernels._record import Frozen, plain_record, replace
 from trt_kernels.cache_store import (
     MEMO_ENTRIES,
     NVRTC_MAGIC,
@@ -88,12 +88,15 @@ class CompiledProgram(Frozen):
     # (recorded in the cache entry, so a declaration served from the cache checks the ABI without parsing
     # the PTX); None: not recorded (an entry written before they were), read from the PTX when needed
     entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None
+    entry: Optional[str] = None  # the cache file it was read from or written to; None: none holds it
 
     def __init__(self, ptx: bytes, cubin: bytes, lowered: Dict[str, str], arch: str, nvrtc_version: Tuple[int, int],
                  log: str, key: str, from_cache: bool, toolchain: str = "",
-                 entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None) -> None:
+                 entry_params: Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]] = None,
+                 entry: Optional[str] = None) -> None:
         self.__dict__.update(ptx=ptx, cubin=cubin, lowered=lowered, arch=arch, nvrtc_version=nvrtc_version, log=log,
-                             key=key, from_cache=from_cache, toolchain=toolchain, entry_params=entry_params)
+                             key=key, from_cache=from_cache, toolchain=toolchain, entry_params=entry_params,
+                             entry=entry)
 
     def params_of(self, symbol: str) -> Optional[Tuple[Tuple[str, int], ...]]:
         """The ``.entry`` parameters of ``symbol`` as recorded when compiled; None if not recorded."""
@@ -177,12 +180,6 @@ def default_arch() -> Optional[str]:
 # ---------------- cache ----------------
 
 
-def cache_entry_path(key: str, arch: str) -> Optional[Path]:
-    """Where the disk cache keeps the entry of program ``key`` (a :attr:`CompiledProgram.key`) for
-    ``arch``; None when the cache is disabled. For reports (``trt-kernels inspect`` / ``compile``)."""
-    return _entry_path(key, normalize_arch(arch))
-
-
 def program_key(source: str, names: Sequence[str], options: Sequence[str], std: str,
                 include_paths: Optional[Sequence[str]], toolchain_id: str) -> str:
     """The cache directory of one program: everything that changes NVRTC's output but the arch."""
@@ -205,9 +202,9 @@ def _encode(prog: CompiledProgram) -> bytes:
     return pack_payload(header, ptx=prog.ptx, cubin=prog.cubin)
 
 
-def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledProgram:
-    """The program in a payload the store has checked; raises on one for another key, arch,
-    format or NVRTC."""
+def _decode(payload: bytes, key: str, arch: str, toolchain_id: str, entry: Path) -> CompiledProgram:
+    """The program in the payload the store has checked of the entry at ``entry``; raises on one for another
+    key, arch, format or NVRTC."""
     header, (ptx, cubin) = unpack_payload(payload, "ptx", "cubin")
     if header.get("format") != _FORMAT or header["arch"] != arch or header["key"] != key:
         raise ValueError(f"entry for format {header.get('format')} / {header['arch']} / key {header['key']}, "
@@ -216,7 +213,8 @@ def _decode(payload: bytes, key: str, arch: str, toolchain_id: str) -> CompiledP
         raise ValueError(f"built by another NVRTC ({header.get('toolchain')!r})")
     return CompiledProgram(ptx=ptx, cubin=cubin, lowered=dict(header["lowered"]), arch=header["arch"],
                            nvrtc_version=tuple(header["nvrtc"]), log=header["log"], key=key, from_cache=True,
-                           toolchain=toolchain_id, entry_params=_decode_params(header.get("entry_params")))
+                           toolchain=toolchain_id, entry_params=_decode_params(header.get("entry_params")),
+                           entry=str(entry))
 
 
 def _decode_params(recorded) -> Optional[Dict[str, Optional[Tuple[Tuple[str, int], ...]]]]:
@@ -260,8 +258,8 @@ def _lookup(key: str, arch: str, ident: str, roots=None) -> Optional[CompiledPro
     if hit is not None:
         return hit
     for root in (read_roots() if roots is None else roots):
-        prog = read_entry(root[0] / key / f"{arch}.bin", _MAGIC, lambda payload: _decode(payload, key, arch, ident),
-                          root)
+        path = root[0] / key / f"{arch}.bin"
+        prog = read_entry(path, _MAGIC, lambda payload: _decode(payload, key, arch, ident, path), root)
         if prog is not None:
             return _MEMO.setdefault((key, arch), prog)
     return None
@@ -340,8 +338,8 @@ def compile_program(
     opts += list(options)
     prog = _nvrtc_compile(source, name_expressions, opts, arch, version, key, label, ident)
     path = _entry_path(key, arch)
-    if path is not None:
-        write_entry(path, _MAGIC, _encode(prog))
+    if path is not None and write_entry(path, _MAGIC, _encode(prog)):
+        prog = replace(prog, entry=str(path))
     return _MEMO.setdefault((key, arch), prog)
 
 

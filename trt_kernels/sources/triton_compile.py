@@ -25,7 +25,7 @@ import hashlib
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -85,6 +85,7 @@ class TritonKernel:
     hash: str  # Triton's own hash of the compilation
     triton_version: str
     from_cache: bool = False
+    entry: Optional[str] = None  # the cache file it was read from or written to; None: none holds it
 
     @property
     def block(self) -> int:
@@ -140,16 +141,18 @@ def ptx_driver_note(isa: Optional[Tuple[int, int]], driver: Optional[Tuple[int, 
 def _encode(k: TritonKernel) -> bytes:
     """An entry's payload (:func:`~trt_kernels.cache_store.pack_payload`): the metadata and format as
     the header, then the PTX and the CUBIN. The store frames and checksums it."""
-    meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache")}
+    meta = {f: v for f, v in asdict(k).items() if f not in ("ptx", "cubin", "from_cache", "entry")}
     return cache_store.pack_payload(dict(meta, format=_FORMAT), ptx=k.ptx, cubin=k.cubin)
 
 
-def _decode(payload: bytes, key: str) -> TritonKernel:
-    """The kernel in a payload the store has checked; raises on one of another format or key."""
+def _decode(payload: bytes, key: str, entry: Path) -> TritonKernel:
+    """The kernel in the payload the store has checked of the entry at ``entry``; raises on one of another
+    format or key."""
     meta, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
     if meta.pop("format") != _FORMAT or meta["hash"] != key:
         raise ValueError("other format or key")
-    return TritonKernel(ptx=ptx, cubin=cubin, from_cache=True, **meta)
+    meta.pop("entry", None)  # (never written: where an entry lies is where it was read)
+    return TritonKernel(ptx=ptx, cubin=cubin, from_cache=True, entry=str(entry), **meta)
 
 
 # ---------------- compile ----------------
@@ -195,8 +198,8 @@ def fp_fusion_option(options: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def cache_entry_path(key: str) -> Optional[Path]:
-    """Where this process keeps the kernel of Triton hash ``key`` (under
+def _entry_path(key: str) -> Optional[Path]:
+    """Where this process writes the kernel of Triton hash ``key`` (under
     :func:`~trt_kernels.cache_store.cache_root`); None when the cache is disabled."""
     root = cache_store.cache_root()
     return root / "triton" / f"{key}.bin" if root is not None else None
@@ -221,11 +224,11 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
         hit = _MEMO.get(key)
         if hit is not None:
             return hit
-    path = cache_entry_path(key) if key is not None else None
+    path = _entry_path(key) if key is not None else None
     k = None
     for root in (cache_store.read_roots() if key is not None else ()):
-        k = cache_store.read_entry(root[0] / "triton" / f"{key}.bin", _MAGIC, lambda payload: _decode(payload, key),
-                                   root)
+        where = root[0] / "triton" / f"{key}.bin"
+        k = cache_store.read_entry(where, _MAGIC, lambda payload: _decode(payload, key, where), root)
         if k is not None:
             break
     if k is None:
@@ -253,8 +256,8 @@ def compile_triton(fn, signature: Mapping[str, str], constexprs: Mapping[str, An
             launch_pdl=bool(getattr(md, "launch_pdl", False)),
             hash=str(key or ck.hash), triton_version=str(triton.__version__),
         )
-        if path is not None:
-            cache_store.write_entry(path, _MAGIC, _encode(k))
+        if path is not None and cache_store.write_entry(path, _MAGIC, _encode(k)):
+            k = replace(k, entry=str(path))
     if key is not None:
         k = _MEMO.setdefault(key, k)
     return k

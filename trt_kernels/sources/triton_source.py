@@ -159,9 +159,8 @@ class TritonSource(KernelSource):
                 hidden.add(n_hidden)
                 kernels[(d, t)] = self._image(k, d, t, self.sig.params(d), n_hidden)
                 cached = cached and k.from_cache
-                path = _tc.cache_entry_path(k.hash)
-                if path is not None:
-                    entries.append(str(path))
+                if k.entry is not None:
+                    entries.append(k.entry)
         if len(hidden) > 1:
             raise KernelABIError(f"{self.op_name}: Triton's configs disagree on the number of hidden parameters "
                                  f"{sorted(hidden)}. Fix: give every tactic the same Triton options (the hidden "
