@@ -23,7 +23,7 @@ def counting_compile_cache(root, monkeypatch):
 
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
     monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
-    comp._MEMO.clear()
+    comp.forget()
     calls = []
     real = comp._nvrtc_compile
 
@@ -67,10 +67,10 @@ def clear_compile_memos():
     the next declaration reads the disk cache or compiles, and says which."""
     from trt_kernels.sources import nvrtc
 
-    nvrtc._MEMO.clear()
+    nvrtc.forget()
     triton_compile = sys.modules.get("trt_kernels.sources.triton_compile")
     if triton_compile is not None:
-        triton_compile._MEMO.clear()
+        triton_compile.forget()
 
 
 def run_cli(args, env=None, cwd=None):

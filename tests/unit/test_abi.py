@@ -85,7 +85,7 @@ def _fresh_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TRT_KERNELS_CACHE", raising=False)
-    comp._MEMO.clear()
+    comp.forget()
     return comp
 
 
@@ -97,7 +97,7 @@ def test_an_entry_records_the_entry_parameters_and_a_cached_declaration_checks_t
     comp = _fresh_cache(tmp_path, monkeypatch)
     prog = compile_program(MIXED, ["mixed"], arch="sm_90")
     assert prog.params_of("mixed") == tuple(ptx_params(prog.ptx, "mixed"))
-    comp._MEMO.clear()
+    comp.forget()
     cached = compile_program(MIXED, ["mixed"], arch="sm_90")
     assert cached.from_cache and cached.params_of("mixed") == prog.params_of("mixed")
 
@@ -105,9 +105,9 @@ def test_an_entry_records_the_entry_parameters_and_a_cached_declaration_checks_t
         raise AssertionError("the PTX was parsed")
 
     monkeypatch.setattr(abi, "ptx_params", no_parsing)
-    comp._MEMO.clear()
+    comp.forget()
     ttk.cuda_kernel_op(unique(), mixed_spec(arch_override="sm_90"))
-    comp._MEMO.clear()
+    comp.forget()
     wrong = mixed_spec(arch_override="sm_90", inputs=[ttk.InputDecl("a"), ttk.ScalarInput("alpha", int),
                                                       ttk.InputDecl("b"), ttk.ScalarInput("k", int),
                                                       ttk.ScalarInput("flag", bool)])  # alpha is a float
@@ -127,11 +127,11 @@ def test_an_entry_without_recorded_parameters_is_checked_from_its_ptx(tmp_path, 
     header, (ptx, cubin) = cache_store.unpack_payload(payload, "ptx", "cubin")
     assert header.pop("entry_params") == {"my_sigmoid": [["u64", 8], ["u32", 4], ["u64", 8]]}
     path.write_bytes(cache_store.frame(comp._MAGIC, cache_store.pack_payload(header, ptx=ptx, cubin=cubin)))
-    comp._MEMO.clear()
+    comp.forget()
     old = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
     assert old.from_cache and old.params_of("my_sigmoid") is None and old.ptx == prog.ptx
     ttk.cuda_kernel_op(unique(), sigmoid_spec(arch_override="sm_90"))
-    comp._MEMO.clear()
+    comp.forget()
     with pytest.raises(ttk.KernelABIError, match=r"takes 3 parameters .* but the declaration gives others"):
         ttk.cuda_kernel_op(unique(), sigmoid_spec(extras=[ttk.SizeArg("n", ttk.Numel("x"), "long long")],
                                                   arch_override="sm_90"))

@@ -35,12 +35,12 @@ def cache(tmp_path, monkeypatch, caplog):
     calls = counting_compile_cache(root, monkeypatch)
     caplog.set_level(logging.DEBUG, logger="trt_kernels")
     yield root, calls
-    comp._MEMO.clear()
+    comp.forget()
 
 
 def _compile(source=SIGMOID, arch=ARCH, fresh=True):
     if fresh:
-        comp._MEMO.clear()  # as a fresh process sees the cache
+        comp.forget()  # as a fresh process sees the cache
     return comp.compile_program(source, ["my_sigmoid"], arch=arch)
 
 
@@ -156,7 +156,7 @@ def test_no_single_bit_flip_is_trusted(cache):
     ident = comp.toolchain_id()
 
     def read():
-        comp._MEMO.clear()
+        comp.forget()
         return comp._lookup(good.key, ARCH, ident)
 
     assert _same(read(), good)  # the intact entry is read
@@ -190,7 +190,7 @@ def test_lengths_moved_between_ptx_and_cubin_are_rejected(cache):
     new = (f'"ptx_len": {plen + d}, "cubin_len": {clen - d}').encode()
     assert blob.count(old) == 1 and len(new) == len(old)
     path.write_bytes(blob.replace(old, new))
-    comp._MEMO.clear()
+    comp.forget()
     assert comp._lookup(good.key, ARCH, comp.toolchain_id()) is None
 
 
@@ -201,7 +201,7 @@ def test_a_bad_entry_is_recompiled_and_rewritten_once_with_one_warning(cache, ca
     blob = bytearray(path.read_bytes())
     blob[len(blob) // 2] ^= 0x10
     path.write_bytes(bytes(blob))
-    comp._MEMO.clear()
+    comp.forget()
     caplog.clear()
     # a declaration reads the entry (the ABI check) before the launch compiles: one problem, one warning
     assert comp.cached_program(SIGMOID, ["my_sigmoid"]) is None

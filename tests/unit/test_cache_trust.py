@@ -56,11 +56,11 @@ def cache(tmp_path, monkeypatch, caplog):
     cache_trust.forget()
     yield root
     cache_trust.forget()
-    comp._MEMO.clear()
+    comp.forget()
 
 
 def _compile(source=SIGMOID):
-    comp._MEMO.clear()  # as a fresh process sees the cache
+    comp.forget()  # as a fresh process sees the cache
     return comp.compile_program(source, ["my_sigmoid"], arch=ARCH)
 
 
@@ -314,13 +314,13 @@ def test_a_build_names_the_entry_it_was_read_from(shared, cache, monkeypatch):
             dest.parent.mkdir(mode=0o755)
             shutil.move(p, dest)
             os.chmod(dest, 0o644)
-        comp._MEMO.clear()
+        comp.forget()
         kop = _declare(op, "// team")
         b = kop.binary()
         assert b.from_cache and list(b.entries) == [str(team / ours[0].relative_to(cache))]
         assert not list(cache.rglob("*.bin"))  # read from the team's file, which is the one named
 
-        comp._MEMO.clear()
+        comp.forget()
         with mock.patch("tempfile.mkstemp", side_effect=OSError(errno.ENOSPC, "No space left on device")):
             kop = _declare(op, "// not kept")
         assert not kop.binary().from_cache and kop.binary().entries == ()  # nothing kept, nothing named
@@ -390,7 +390,7 @@ def test_status_and_doctor_show_an_untrusted_cache(cache, capsys):
 def test_a_child_process_warns_once_and_succeeds(cache):
     os.chmod(cache, 0o777)
     code = ("from trt_kernels.sources import nvrtc as c; from kernels import SIGMOID\n"
-            "for _ in range(3): c._MEMO.clear(); p = c.compile_program(SIGMOID, ['my_sigmoid'], arch='sm_90')\n"
+            "for _ in range(3): c.forget(); p = c.compile_program(SIGMOID, ['my_sigmoid'], arch='sm_90')\n"
             "print('OK', len(p.ptx))")
     env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(cache), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -53,7 +53,7 @@ def test_cache_miss_then_hit_across_processes(cache):
     assert not a.from_cache and len(calls) == 1
     files = list(tmp.glob("*/*.bin"))
     assert len(files) == 1
-    comp._MEMO.clear()  # as a fresh process would see it
+    comp.forget()  # as a fresh process would see it
     b = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
     assert b.from_cache and len(calls) == 1
     assert (b.ptx, b.cubin, b.lowered) == (a.ptx, a.cubin, a.lowered)
@@ -82,11 +82,11 @@ def test_corrupt_entry_is_recompiled(cache, damage):
         path.write_bytes(os.urandom(len(blob)))
     else:
         path.write_bytes(b"")
-    comp._MEMO.clear()
+    comp.forget()
     again = comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
     assert not again.from_cache and len(calls) == 2
     assert again.cubin == good.cubin
-    comp._MEMO.clear()
+    comp.forget()
     assert comp.compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90").from_cache  # rewritten whole
 
 

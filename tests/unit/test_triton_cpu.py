@@ -75,7 +75,7 @@ def test_ptx_params_reads_pointer_qualifiers():
 def test_cache_is_keyed_by_tritons_own_hash_and_survives_a_fresh_process(tmp_path, monkeypatch):
     monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path))
     sig = {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32", "y_ptr": "*fp32", "BLOCK": "constexpr"}
-    ts._MEMO.clear()
+    ts.forget()
     a = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
     assert not a.from_cache
     direct = triton.compile(triton.compiler.ASTSource(fn=tk.scale_shift_kernel, signature=sig,
@@ -84,20 +84,20 @@ def test_cache_is_keyed_by_tritons_own_hash_and_survives_a_fresh_process(tmp_pat
     assert a.hash == direct.hash  # Triton's own key
     files = list((tmp_path / "triton").glob("*.bin"))
     assert [f.name for f in files] == [f"{a.hash}.bin"] and a.entry == str(files[0])
-    ts._MEMO.clear()  # as a fresh process sees it
+    ts.forget()  # as a fresh process sees it
     b = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
     assert b.from_cache and (b.ptx, b.cubin, b.name, b.shared) == (a.ptx, a.cubin, a.name, a.shared)
     assert b.entry == str(files[0])
     # a corrupt entry is recompiled, never trusted
     files[0].write_bytes(files[0].read_bytes()[:-10])
-    ts._MEMO.clear()
+    ts.forget()
     c = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 128}, arch=ARCH, options={"num_warps": 4}, label="t")
     assert not c.from_cache and c.ptx == a.ptx
 
 
 def test_cache_off(tmp_path, monkeypatch):
     monkeypatch.setenv("TRT_KERNELS_CACHE", "0")
-    ts._MEMO.clear()
+    ts.forget()
     sig = {"x_ptr": "*fp32", "alpha": "fp32", "n": "i32", "y_ptr": "*fp32", "BLOCK": "constexpr"}
     k = ts.compile_triton(tk.scale_shift_kernel, sig, {"BLOCK": 64}, arch=ARCH, options={"num_warps": 2}, label="t")
     assert not k.from_cache and k.entry is None  # no file holds it

@@ -239,6 +239,12 @@ def _decode_params(recorded) -> Optional[Dict[str, Optional[Tuple[Tuple[str, int
 _MEMO = LRUMemo(MEMO_ENTRIES)  # (program key, arch) -> CompiledProgram, most recently used kept
 
 
+def forget() -> None:
+    """Forget the programs this process compiled or read (tests: the next build reads the disk cache or
+    compiles, as in a fresh process)."""
+    _MEMO.clear()
+
+
 def toolchain_id() -> str:
     """The NVRTC identity for keys: from disk if it can be told, else by loading NVRTC."""
     ident = toolchain.identity()

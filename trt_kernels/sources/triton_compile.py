@@ -160,6 +160,12 @@ def _decode(payload: bytes, key: str, entry: Path) -> TritonKernel:
 _MEMO = cache_store.LRUMemo(cache_store.MEMO_ENTRIES)  # Triton's hash -> TritonKernel, most recently used kept
 
 
+def forget() -> None:
+    """Forget the kernels this process compiled or read (tests: the next compile reads the disk cache or
+    runs Triton, as in a fresh process)."""
+    _MEMO.clear()
+
+
 def _target(arch: str):
     from triton.backends.compiler import GPUTarget
 
