@@ -499,6 +499,40 @@ def write_entry(path: Path, magic: bytes, payload: bytes) -> bool:
     return True
 
 
+def _entry_magic(rel: Path) -> Optional[bytes]:
+    """The magic of the entry at ``rel`` (a path relative to a cache root) by the layout: an NVRTC program's
+    ``<key>/<arch>.bin``, a Triton kernel's ``triton/<hash>.bin``; None for anything else."""
+    parts = rel.parts
+    if len(parts) == 2 and _KEY.fullmatch(parts[0]) and _ARCH_BIN.fullmatch(parts[1]):
+        return NVRTC_MAGIC
+    if len(parts) == 2 and parts[0] == "triton" and _KEY_BIN.fullmatch(parts[1]):
+        return TRITON_MAGIC
+    return None
+
+
+def adopt(path: Path) -> Optional[Path]:
+    """Copy the NVRTC or Triton entry at ``path``, found in the shared read-only cache, into :func:`cache_root`
+    at the same place: read as every entry is (the trust rule, the checksum), written as every entry is. The
+    path of the entry in your cache (``path`` itself where it lies there already), or None where there is none
+    or it could not be copied (said as any unreadable or unwritable entry is). For ``trt-kernels compile``,
+    which fills the cache a deployment ships: a build found in the shared cache is not in that one yet."""
+    root = cache_root()
+    if root is None:
+        return None
+    top, owner = _root_of(path)
+    if os.path.abspath(top) == os.path.abspath(root):
+        return path
+    rel = Path(os.path.relpath(path, top))
+    magic = _entry_magic(rel)
+    if magic is None:
+        return None
+    payload = read_entry(path, magic, lambda p: p, (top, owner))
+    if payload is None:
+        return None
+    dest = root / rel
+    return dest if write_entry(dest, magic, payload) else None
+
+
 # ---------------- cache clear ----------------
 
 

@@ -9,6 +9,7 @@ processes."""
 import copy
 import json
 import os
+import stat
 import textwrap
 
 import pytest
@@ -270,6 +271,46 @@ def test_compile_refuses_a_cache_others_can_write(tmp_path):
     r = _cli(["compile", str(path), "--arch", "sm_90"], _env(tmp_path, TRT_KERNELS_CACHE_DIR=str(shared)))
     assert r.returncode == 1 and "is not private to you" in r.stderr and f"Fix: chmod go-w {shared}" in r.stderr
     assert not list(shared.iterdir())
+
+
+def test_compile_fails_where_the_cache_keeps_nothing(tmp_path):
+    """A cache directory that cannot be written: every compiled row is a failure saying so, never "compiled"
+    with the promise that a process now reads it from there."""
+    path, ns = _write(tmp_path, SEED_FILE)
+    (tmp_path / "a-file").write_text("not a directory")
+    env = _env(tmp_path, TRT_KERNELS_CACHE_DIR=str(tmp_path / "a-file" / "cache"))
+    r = _cli(["compile", str(path), "--arch", "sm_90", "--op", f"{ns}::add", "--json"], env)
+    data = json.loads(r.stdout)
+    assert r.returncode == 1 and data["ok"] is False and data["failed"] == 1
+    (row,) = data["rows"]
+    assert row["result"] == "failed" and "not written" in row["detail"] and "Fix:" in row["detail"]
+    text = _cli(["compile", str(path), "--arch", "sm_90", "--op", f"{ns}::add"], env)
+    assert text.returncode == 1 and "now reads them from this cache" not in text.stdout
+    assert "1 failed" in text.stdout
+
+
+def test_compile_copies_what_the_shared_cache_holds_into_the_cache_it_fills(tmp_path):
+    """A program found in the shared read-only cache (TRT_KERNELS_SHARED_CACHE_DIR) is copied into the
+    cache being filled, so the shipped cache holds every program the command lists."""
+    path, ns = _write(tmp_path, SEED_FILE)
+    team = tmp_path / "team"
+    r = _cli(["compile", str(path), "--arch", "sm_90", "--op", f"{ns}::add"], _env(tmp_path,
+                                                                                  TRT_KERNELS_CACHE_DIR=str(team)))
+    assert r.returncode == 0, r.stderr
+    for p in [team, *team.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (team_entry,) = [p for p in team.rglob("*.bin") if "launcher" not in p.parts]
+    env = _env(tmp_path, TRT_KERNELS_SHARED_CACHE_DIR=str(team))
+    data = json.loads(_cli(["compile", str(path), "--arch", "sm_90", "--arch", "sm_80", "--op", f"{ns}::add",
+                            "--json"], env).stdout)
+    assert data["ok"] is True and data["nvrtc_compiles"] == 1 and data["copied_from_shared"] == 1
+    rows = {row["arch"]: row for row in data["rows"]}
+    copy = tmp_path / "cache" / team_entry.relative_to(team)
+    assert rows["sm_90"]["result"] == "copied from the shared cache" and rows["sm_90"]["entry"] == str(copy)
+    assert copy.read_bytes() == team_entry.read_bytes() and stat.S_IMODE(copy.stat().st_mode) == 0o600
+    assert rows["sm_80"]["result"] == "compiled by NVRTC" and rows["sm_80"]["entry"].startswith(str(tmp_path / "cache"))
+    again = json.loads(_cli(["compile", str(path), "--arch", "sm_90", "--op", f"{ns}::add", "--json"], env).stdout)
+    assert again["rows"][0]["result"] == "read from the cache" and again["copied_from_shared"] == 0
 
 
 def test_compile_reports_an_abi_mismatch(tmp_path):

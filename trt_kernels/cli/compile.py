@@ -18,7 +18,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 SCHEMA = "trt-kernels.compile/1"
 
@@ -68,6 +69,7 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
     """Compile every op for every arch; one row per (op, arch), its ``role`` ``--arch``; with ``min_arch``, one
     more per op for the arch its AOT PTX targets under that floor (``role`` ``AOT PTX (min arch)``; where that arch
     is one of ``archs`` already, that row's role says both)."""
+    from trt_kernels.cache_store import cache_root
     from trt_kernels.errors import CompileError, KernelABIError
     from trt_kernels.sources import archs as _archs
     from trt_kernels.sources.nvrtc import normalize_arch
@@ -108,12 +110,19 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
             continue
         ms = (time.perf_counter() - t0) * 1e3
         tool = b.toolchain.split()[0]
-        how = "read from the cache" if b.from_cache else f"compiled by {tool}"
-        entries = [{"path": e, "bytes": os.path.getsize(e)} for e in b.entries if os.path.isfile(e)]
+        kept, copied = _kept(b)
+        how = ("copied from the shared cache" if copied else "read from the cache") if b.from_cache \
+            else f"compiled by {tool}"
+        entries = [{"path": e, "bytes": os.path.getsize(e)} for e in kept or () if os.path.isfile(e)]
         row.update(result=("at import: " + how) if at_import else how, ms=None if at_import else ms,
-                   compiled=not b.from_cache, nvrtc=not b.from_cache and tool == "NVRTC", toolchain=b.toolchain,
-                   entry=entries[0]["path"] if entries else None, entries=entries,
+                   compiled=not b.from_cache, copied=copied, nvrtc=not b.from_cache and tool == "NVRTC",
+                   toolchain=b.toolchain, entry=entries[0]["path"] if entries else None, entries=entries,
                    bytes=sum(e["bytes"] for e in entries) if entries else None, kernels=len(b.kernels))
+        if kept is None:
+            root = cache_root()
+            row.update(result="failed", detail=f"{how}, but not written into {root}, so the cache to ship lacks it "
+                       "(the warning above says why). Fix: make it a writable directory only you can write "
+                       "(`trt-kernels doctor` checks it), or set TRT_KERNELS_CACHE_DIR to one")
         if row["aot_ptx"]:  # the .target of the PTX TensorRT's AOT plugin embeds (tactic 1, the first dtype)
             ptx = b.kernel(kop.dtypes[0], 1).aot_ptx
             row["ptx_target"] = _archs.ptx_target(ptx) if ptx is not None else None
@@ -124,6 +133,22 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
         _bar(len(jobs), len(jobs), "done")
         sys.stderr.write("\n")
     return rows
+
+
+def _kept(b) -> Tuple[Optional[List[str]], bool]:
+    """``(the entries of build b in the cache being filled, whether one was copied there from the shared cache)``;
+    ``(None, ...)`` where that cache keeps nothing of it (a compile it could not write, a shared entry it could
+    not copy)."""
+    from trt_kernels.cache_store import adopt
+
+    kept, copied = [], False
+    for e in b.entries:
+        mine = adopt(Path(e))
+        if mine is None:
+            return None, copied
+        copied = copied or str(mine) != e
+        kept.append(str(mine))
+    return (kept if kept else None), copied
 
 
 def _normalizes(arch) -> bool:
@@ -192,8 +217,9 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
     total_s = time.perf_counter() - t1
     failed = [r for r in rows if r["result"] == "failed"]
     compiled = sum(1 for r in rows if r.get("compiled"))
-    cached = sum(1 for r in rows if r.get("compiled") is False)
-    written = sum(r.get("bytes") or 0 for r in rows if r.get("compiled") and r.get("bytes"))
+    copied = sum(1 for r in rows if r.get("copied") and r["result"] != "failed")
+    cached = sum(1 for r in rows if r.get("compiled") is False and not r.get("copied"))
+    written = sum(r.get("bytes") or 0 for r in rows if r.get("compiled") or r.get("copied"))
     tools = sorted({r["toolchain"].split()[0] for r in rows if r.get("compiled")})
     by_tool = {t: sum(1 for r in rows if r.get("compiled") and r["toolchain"].startswith(t + " ")) for t in tools}
     if as_json:
@@ -201,7 +227,8 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
                           "min_arch": min_arch, "cache_dir": str(cdir),
                           "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
                           "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
-                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "failed": len(failed),
+                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached,
+                          "copied_from_shared": copied, "failed": len(failed),
                           "ok": not failed},
                          indent=2))
         return 1 if failed else 0
@@ -225,9 +252,10 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
             print("    " + r["detail"].replace("\n", "\n    "))
     how = (f" by {tools[0]}" if len(tools) == 1
            else f" ({', '.join(f'{t} {n}' for t, n in by_tool.items())})" if tools else "")
-    print(f"total: {len(rows)} programs, {compiled} compiled{how} ({written} bytes written), {cached} already "
-          f"cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms importing "
-          f"{target})")
+    shared = f", {copied} copied from the shared cache" if copied else ""
+    print(f"total: {len(rows)} programs, {compiled} compiled{how}{shared} ({written} bytes written), {cached} "
+          f"already cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms "
+          f"importing {target})")
     if not failed:
         print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
               f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; nothing is compiled there")
