@@ -99,6 +99,22 @@ def test_a_file_importing_a_sibling_module_loads_as_python_runs_it(tmp_path, cap
         sys.modules.pop(mod, None)
 
 
+def test_a_bad_trt_kernels_arch_is_one_error_line_naming_it(tmp_path, capsys, monkeypatch):
+    """TRT_KERNELS_ARCH that is no arch: every command that compiles or says the compile arch fails with one
+    line naming the variable and the fix (one JSON document under --json), before importing the user's file;
+    doctor reports it among its checks."""
+    path, _ = _write(tmp_path, ONE_OP)
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "foo")
+    for argv in (["info"], ["status", path], ["inspect", path], ["inspect", path, "--arch", "sm_80"],
+                 ["compile", path, "--arch", "sm_90"]):
+        assert main(argv) == 1, argv
+        line = _one_error_line(capsys.readouterr().err)
+        assert "TRT_KERNELS_ARCH=foo" in line and "Fix:" in line and "unset it" in line, line
+    for cmd in ("status", "inspect", "compile", "selftest"):
+        doc = _json_error(capsys, [cmd, *([path] if cmd != "selftest" else []), "--json"], f"trt-kernels.{cmd}/1")
+        assert "TRT_KERNELS_ARCH=foo" in doc["error"]
+
+
 # ---------------- 2: --json prints one document, errors included ----------------
 
 

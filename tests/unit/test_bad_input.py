@@ -186,3 +186,11 @@ def test_good_declaration_without_gpu_or_arch_is_compiled_for_the_check_arch(mon
     name = unique("ttk_bad")
     ttk.cuda_kernel_op(name, sigmoid_spec())
     assert list(registry.get(name).builds()) == [registry.CHECK_ARCH]
+
+
+def test_a_bad_trt_kernels_arch_is_named_with_its_fix(monkeypatch):
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_9x")
+    name = unique("ttk_bad_env_arch")
+    with pytest.raises(ValueError, match=r"TRT_KERNELS_ARCH=sm_9x: .*Fix: .*TRT_KERNELS_ARCH=sm_90, or unset it"):
+        ttk.cuda_kernel_op(name, sigmoid_spec())
+    assert registry.lookup(name) is None

@@ -181,6 +181,18 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _arch_env_problem():
+    """What is wrong with ``TRT_KERNELS_ARCH`` (the message with its fix), or None: every command that compiles or
+    says the compile arch reads it, so it is checked once, before any of them runs."""
+    from trt_kernels.sources.nvrtc import env_arch
+
+    try:
+        env_arch()
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def _command(name: str):
     """The module of a larger subcommand, imported when it runs (``trt-kernels status`` stays quick)."""
     if name == "inspect":
@@ -224,6 +236,15 @@ def main(argv=None) -> int:
     ca.add_argument("action", choices=["path", "clear"])
     _add_commands(sub)
     args = parser.parse_args(argv)
+    if args.cmd in ("info", "status", "inspect", "compile", "selftest"):  # (doctor reports it as one of its checks)
+        problem = _arch_env_problem()
+        if problem is not None:
+            from trt_kernels.cli.inspect import report_error
+
+            if args.cmd == "info":  # (no --json)
+                return report_error(problem, False, "")
+            schema = STATUS_SCHEMA if args.cmd == "status" else _command(args.cmd).SCHEMA
+            return report_error(problem, args.json, schema)
     if getattr(args, "run", None) is not None:
         return args.run(args)
     if args.cmd == "info":

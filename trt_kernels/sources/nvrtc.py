@@ -135,9 +135,15 @@ def nvrtc_supported_archs() -> Tuple[int, ...]:
 
 
 def env_arch() -> Optional[str]:
-    """``TRT_KERNELS_ARCH`` if set (no CUDA query), else None."""
+    """``TRT_KERNELS_ARCH`` if set (no CUDA query), else None; ValueError naming it and the fix where it is no arch."""
     env = os.environ.get("TRT_KERNELS_ARCH")
-    return normalize_arch(env) if env else None
+    if not env:
+        return None
+    try:
+        return normalize_arch(env)
+    except ValueError as e:
+        raise ValueError(f"TRT_KERNELS_ARCH={env}: {e}. Fix: set it to the arch to compile for, e.g. "
+                         "TRT_KERNELS_ARCH=sm_90, or unset it to use the visible GPU's") from None
 
 
 #: The compile arch where none is given, no GPU is visible and ``TRT_KERNELS_ARCH`` is unset (a CPU machine):
