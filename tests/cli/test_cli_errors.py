@@ -275,6 +275,18 @@ def test_help_is_plain_text(capsys, cmd):
     assert not blocks[1].startswith(("positional arguments", "options")), out
 
 
+def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
+    """``trt-kernels ... | head -1``: the reader gone, the rest of the output is dropped, status 1, nothing on
+    stderr. (A pipe on purpose, its reading end closed before the command writes.)"""
+    env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.Popen([sys.executable, "-m", "trt_kernels", "cache", "path"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert p.wait(timeout=120) == 1 and err == "", err
+
+
 def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
     """A fresh process: ``--help``, ``--version`` and ``cache path|clear`` never import torch, and ``--help``
     costs well under a second (0.3 s here: the CPU time of importing the command and answering, which the
