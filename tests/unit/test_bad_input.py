@@ -35,7 +35,8 @@ def refused(spec, match, field, **kw):
     ("--gpu-architecture=sm_80", "arch_override"), ("-arch=sm_80", "arch_override"), ("-arch", "arch_override"),
     ("--std=c++14", "compile_std"), ("-std=c++20", "compile_std"), ("-I/opt/include", "include_paths"),
     ("--include-path=/opt", "include_paths"), ("-rdc=true", "relocatable"), ("-dlto", "link-time"),
-    ("--fdevice-syntax-only", "no PTX"),
+    ("--fdevice-syntax-only", "no PTX"), ("-fdevice-syntax-only", "no PTX"), ("--device-c", "relocatable"),
+    ("-dc", "relocatable"),
 ])
 def test_controlled_compile_options_are_refused(option, field):
     msg = refused(sigmoid_spec(compile_options=[option]), "compile_options", field)

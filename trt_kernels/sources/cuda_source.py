@@ -47,10 +47,13 @@ _CONTROLLED_OPTIONS = {
     "-I": "include directories: set KernelSpec(include_paths=[...])",
     "--relocatable-device-code": "relocatable code needs a link step this package does not do: drop it",
     "-rdc": "relocatable code needs a link step this package does not do: drop it",
+    "--device-c": "relocatable code needs a link step this package does not do: drop it",
+    "-dc": "relocatable code needs a link step this package does not do: drop it",
     "--dlink-time-opt": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
     "-dlto": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
     "--gen-opt-lto": "link-time-optimization IR is not loadable PTX/CUBIN: drop it",
     "--fdevice-syntax-only": "it makes no PTX or CUBIN: drop it",
+    "-fdevice-syntax-only": "it makes no PTX or CUBIN: drop it",
 }
 _STDS = ("c++03", "c++11", "c++14", "c++17", "c++20")
 
