@@ -269,11 +269,12 @@ def _cannot_write(path: Path, err: BaseException) -> None:
     with _REPORT_LOCK:
         first = where not in _UNWRITABLE
         _UNWRITABLE.add(where)
+    fix = (f"remove the directory {path}, which trt-kernels did not make" if isinstance(err, IsADirectoryError) else
+           f"make {where} writable, set TRT_KERNELS_CACHE_DIR to a writable directory, or TRT_KERNELS_CACHE=0 to turn "
+           "the disk cache off")
     _LOG.log(logging.WARNING if first else logging.DEBUG,
              "trt_kernels: cannot write the compile cache entry %s (%s); compiling without caching (said once "
-             "per process, later failures are logged at debug level). Fix: make %s writable, set "
-             "TRT_KERNELS_CACHE_DIR to a writable directory, or TRT_KERNELS_CACHE=0 to turn the disk cache off",
-             path, err, where)
+             "per process, later failures are logged at debug level). Fix: %s", path, err, fix)
 
 
 def _kind(mode: int) -> str:
@@ -353,6 +354,8 @@ def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T],
     file owned by another user, or writable by group or others): said once, with the fix. ``root``: the
     :func:`read_roots` item ``path`` lies under, where the caller knows it."""
     top, owner = _root_of(path) if root is None else root
+    # (what happens next: an entry of the shared cache is never rewritten, the program goes to your own cache)
+    redo = "recompiling and rewriting it" if owner is None else "compiling it into your own cache instead"
     prob = cache_trust.dir_problem(path.parent, top, owner)
     try:
         if prob is not None:
@@ -368,7 +371,7 @@ def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T],
         if e.is_dir:  # the write removes it if empty, else says it cannot write
             _LOG.debug("trt_kernels: cache entry %s is a directory; recompiling", path)
         else:
-            _once(path, logging.WARNING, "trt_kernels: cache entry %s %s; recompiling, and replacing it", path, e.why)
+            _once(path, logging.WARNING, "trt_kernels: cache entry %s %s; %s", path, e.why, redo)
         return None
     except OSError as e:
         _once(path, logging.WARNING, "trt_kernels: cannot read cache entry %s (%s); recompiling", path, e)
@@ -377,17 +380,15 @@ def read_entry(path: Path, magic: bytes, decode: Callable[[bytes], T],
         payload = unframe(blob, magic)
     except ValueError as e:
         if _older_format(blob, magic):
-            _once(path, logging.INFO, "trt_kernels: cache entry %s is of an older trt-kernels format; recompiling "
-                  "and rewriting it", path)
+            _once(path, logging.INFO, "trt_kernels: cache entry %s is of an older trt-kernels format; %s", path,
+                  redo)
         else:
-            _once(path, logging.WARNING, "trt_kernels: cache entry %s is corrupt (%s); recompiling and rewriting "
-                  "it", path, e)
+            _once(path, logging.WARNING, "trt_kernels: cache entry %s is corrupt (%s); %s", path, e, redo)
         return None
     try:
         return decode(payload)
     except Exception as e:  # noqa: BLE001 - a checksummed payload its codec refuses: recompile
-        _once(path, logging.WARNING, "trt_kernels: cache entry %s cannot be used (%s); recompiling and rewriting "
-              "it", path, e)
+        _once(path, logging.WARNING, "trt_kernels: cache entry %s cannot be used (%s); %s", path, e, redo)
         return None
 
 

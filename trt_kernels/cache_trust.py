@@ -98,17 +98,29 @@ def _dir_problem(path: str, st: os.stat_result, strict: bool, owners: FrozenSet[
 
 def file_problem(path: str, st: os.stat_result, owner: Optional[int] = None) -> Optional[Problem]:
     """Why the cache file ``path`` (its ``lstat``/``fstat`` result ``st``) is not to be trusted: it must be
-    owned by ``owner`` (default: you) and not writable by group or others."""
-    owner = me() if owner is None else owner
-    if st.st_uid != owner:
-        whose = f"you ({who(owner)})" if owner == me() else f"the shared cache's owner ({who(owner)})"
-        return Problem(path, "owner", f"is owned by {who(st.st_uid)}, not by {whose}",
-                       f"remove {path} if nobody should have put it there (`trt-kernels cache clear` leaves what "
-                       "another user wrote)")
+    owned by ``owner`` (default: you; a uid: the shared cache's owner) and not writable by group or others."""
+    mine = me() if owner is None else owner
+    if st.st_uid != mine:
+        whose = f"you ({who(mine)})" if mine == me() else f"the shared cache's owner ({who(mine)})"
+        return _shared(Problem(path, "owner", f"is owned by {who(st.st_uid)}, not by {whose}",
+                               f"remove {path} if nobody should have put it there (`trt-kernels cache clear` leaves "
+                               "what another user wrote)"), owner)
     if st.st_mode & _WRITABLE:
-        return Problem(path, "mode", f"(mode {oct(stat.S_IMODE(st.st_mode))}) is writable by "
-                       f"{_writers(st.st_mode)}", f"chmod go-w {path}")
+        return _shared(Problem(path, "mode", f"(mode {oct(stat.S_IMODE(st.st_mode))}) is writable by "
+                               f"{_writers(st.st_mode)}", f"chmod go-w {path}"), owner)
     return None
+
+
+def _shared(prob: Optional[Problem], owner: Optional[int]) -> Optional[Problem]:
+    """``prob`` as said of the shared read-only cache (``owner``: its owner's uid; None: your own cache, ``prob``
+    as it is): what its owner can do, or stop reading it (your own cache's fixes, such as setting
+    ``TRT_KERNELS_CACHE_DIR``, do not apply to it)."""
+    if prob is None or owner is None:
+        return prob
+    act = {"mode": f"chmod go-w {prob.path}", "owner": f"remove {prob.path} if nobody should have put it there"}.get(
+        prob.what, f"make {prob.path} a plain directory")
+    return Problem(prob.path, prob.what, prob.why, f"the shared cache's owner ({who(owner)}) can {act}; or unset "
+                   f"{SHARED_ENV} to stop reading it")
 
 
 def dir_problem(path: Path, root: Path, owner: Optional[int] = None) -> Optional[Problem]:
@@ -129,11 +141,11 @@ def dir_problem(path: Path, root: Path, owner: Optional[int] = None) -> Optional
         return None
     prob, real = _root_verdict(root, owners)
     if prob is not None or real is None:
-        return prob
+        return _shared(prob, owner)
     prob, real = _walk(real, _below(path, root), 0, owners, [0])
     if prob is None and real is not None:
         _PASSED.add(key)
-    return prob
+    return _shared(prob, owner)
 
 
 def _below(path: Path, root: Path) -> Tuple[str, ...]:

@@ -333,6 +333,33 @@ def _declare(op, comment):
     return registry.get(op)
 
 
+def test_a_corrupt_shared_entry_is_said_as_not_rewritten(shared, cache, caplog):
+    team, prog = shared
+    entry = next(team.rglob("*.bin"))
+    blob = entry.read_bytes()
+    entry.write_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+    got = _compile()
+    assert not got.from_cache and got.entry.startswith(str(cache)) and entry.read_bytes() != blob
+    (said,) = [w for w in _warnings(caplog) if str(entry) in w]
+    assert "corrupt" in said and "compiling it into your own cache instead" in said and "rewriting" not in said
+
+
+@needs_root
+def test_a_shared_cache_others_can_write_names_its_owner_and_the_variable(shared, caplog):
+    """The fix for a problem of the shared cache is its owner's to make, or to stop reading it: your own cache's
+    fixes (TRT_KERNELS_CACHE_DIR) do not apply."""
+    team, _ = shared
+    for p in [team, *team.rglob("*")]:
+        os.chown(p, OTHER, OTHER)
+    os.chmod(team, 0o777)
+    cache_trust.forget()
+    assert not _compile().from_cache
+    (said,) = [w for w in _warnings(caplog) if "not trusting" in w]
+    fix = said.split("Fix: ", 1)[1]
+    assert f"the shared cache's owner (uid {OTHER}" in fix and f"chmod go-w {team}" in fix
+    assert f"unset {cache_trust.SHARED_ENV}" in fix and "TRT_KERNELS_CACHE_DIR" not in fix
+
+
 @needs_root
 def test_a_shared_cache_trusts_its_owner_and_no_other_writer(shared, caplog):
     team, prog = shared
