@@ -206,12 +206,26 @@ def _command(name: str):
     return module
 
 
+class _UsageError(Exception):
+    """A usage mistake, from the parser to :func:`main`, which says it as every other failure."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes as every other failure of the command: one ``error: ... Fix: ...`` line on stderr and
-    exit status 1 (argparse's own is the usage and status 2)."""
+    """Usage mistakes as every other failure of the command: one ``error: ... Fix: ...`` line on stderr, one
+    JSON document on stdout under ``--json``, and exit status 1 (argparse's own is the usage and status 2)."""
 
     def error(self, message: str):
-        self.exit(1, f"error: {self.prog}: {message}. Fix: see `{self.prog} --help`\n")
+        raise _UsageError(f"{self.prog}: {message}. Fix: see `{self.prog} --help`")
+
+
+def _usage_error(message: str, argv) -> int:
+    from trt_kernels.cli.inspect import report_error
+
+    cmd = next((a for a in argv if not a.startswith("-")), None)
+    if "--json" not in argv or cmd not in ("status", "inspect", "compile", "doctor", "selftest"):
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+    return report_error(message, True, STATUS_SCHEMA if cmd == "status" else _command(cmd).SCHEMA)
 
 
 class _Subcommands:
@@ -235,7 +249,11 @@ def main(argv=None) -> int:
     ca = sub.add_parser("cache", help="show or clear the compile cache")
     ca.add_argument("action", choices=["path", "clear"])
     _add_commands(sub)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as e:
+        return _usage_error(str(e), argv)
     if args.cmd in ("info", "status", "inspect", "compile", "selftest"):  # (doctor reports it as one of its checks)
         problem = _arch_env_problem()
         if problem is not None:
