@@ -313,6 +313,28 @@ def test_compile_copies_what_the_shared_cache_holds_into_the_cache_it_fills(tmp_
     assert again["rows"][0]["result"] == "read from the cache" and again["copied_from_shared"] == 0
 
 
+MIN_ARCH_FILE = """
+import trt_kernels as ttk
+ttk.cuda_kernel_op("{ns}::dbl", ttk.KernelSpec(
+    kernel_source='extern "C" __global__ void dbl(const float* x, int n, float* y) '
+                  '{{ int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }}',
+    kernel_name="dbl", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+    extras=[ttk.Numel("x")], geometry=ttk.Elementwise(block=(256,)), min_arch="sm_90"))
+"""
+
+
+def test_compile_skips_an_arch_below_the_ops_min_arch(tmp_path):
+    """An op declared with min_arch=sm_90 refuses sm_80 GPUs: nothing is compiled or promised for sm_80."""
+    path, ns = _write(tmp_path, MIN_ARCH_FILE)
+    r = _cli(["compile", str(path), "--arch", "sm_80", "--arch", "sm_90", "--json"], _env(tmp_path))
+    data = json.loads(r.stdout)
+    assert r.returncode == 0 and data["ok"] is True and data["nvrtc_compiles"] == 1
+    rows = {row["arch"]: row for row in data["rows"]}
+    assert rows["sm_80"]["result"] == "skipped" and "min_arch='sm_90'" in rows["sm_80"]["detail"]
+    assert rows["sm_90"]["result"] == "compiled by NVRTC"
+    assert [p.name for p in (tmp_path / "cache").rglob("sm_*.bin")] == ["sm_90.bin"]
+
+
 def test_compile_reports_an_abi_mismatch(tmp_path):
     path, ns = _write(tmp_path, BAD_FILE)
     r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], _env(tmp_path))

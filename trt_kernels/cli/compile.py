@@ -100,6 +100,13 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
                                                 "nothing to compile", ms=None)
             rows.append(row)
             continue
+        own = kop.source.min_arch
+        if own is not None and _archs.below(arch, own):
+            row.update(result="skipped", ms=None, detail=f"declared with min_arch={own!r}: it refuses {arch} GPUs "
+                       f"(ArchError at launch), nothing to compile for them (lower min_arch if the kernel has a path "
+                       f"for {arch})")
+            rows.append(row)
+            continue
         at_import = arch in kop.builds()
         t0 = time.perf_counter()
         try:
@@ -257,8 +264,9 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
           f"already cached, {len(failed)} failed; {total_s * 1e3:.0f} ms compiling (+{import_s * 1e3:.0f} ms "
           f"importing {target})")
     if not failed:
+        aside = " (the skipped rows aside)" if any(r["result"] == "skipped" for r in rows) else ""
         print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
-              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache; nothing is compiled there")
+              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache{aside}; nothing is compiled there")
         if min_arch:
             print(f"TensorRT builds with {_archs.MIN_ARCH_ENV}={min_arch} (or ops declared with min_arch="
                   f"{min_arch!r}) embed this {min_arch} PTX from the cache: their AOT plugins load on "
