@@ -115,6 +115,17 @@ def test_a_bad_trt_kernels_arch_is_one_error_line_naming_it(tmp_path, capsys, mo
         assert "TRT_KERNELS_ARCH=foo" in doc["error"]
 
 
+def test_status_says_an_arch_nvrtc_cannot_compile_for_as_such(tmp_path, capsys, monkeypatch):
+    """TRT_KERNELS_ARCH=sm_10 is an arch, but no NVRTC compiles for it: status says so with the archs it can (as
+    inspect and compile do), not "importing it failed ... correct the declaration"."""
+    path, _ = _write(tmp_path, ONE_OP)
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_10")
+    assert main(["status", path]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "TRT_KERNELS_ARCH=sm_10: NVRTC" in line and "cannot compile for sm_10 (it compiles for sm_" in line, line
+    assert "correct the declaration" not in line and "Fix: TRT_KERNELS_ARCH=sm_90, or unset it" in line
+
+
 # ---------------- 2: --json prints one document, errors included ----------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -54,8 +55,14 @@ STATUS_SCHEMA = "trt-kernels.status/1"
 
 
 def _status(paths, as_json: bool = False) -> int:
-    from trt_kernels.cli.inspect import TargetError, load_target, report_error
+    from trt_kernels.cli.inspect import FALLBACK_ARCH, TargetError, load_target, report_error
+    from trt_kernels.sources.nvrtc import env_arch, unsupported_arch
 
+    arch = env_arch()  # (the declarations compile for it: an arch NVRTC lacks is said as such, not as theirs)
+    problem = unsupported_arch(arch) if arch is not None and paths else None
+    if problem is not None:
+        return report_error(f"TRT_KERNELS_ARCH={os.environ['TRT_KERNELS_ARCH']}: {problem}. Fix: TRT_KERNELS_ARCH="
+                            f"{FALLBACK_ARCH}, or unset it to use the visible GPU's", as_json, STATUS_SCHEMA)
     for p in paths:
         try:  # declarations compile as a plain import would: status reports what they built
             load_target(p, run_name="trt_kernels_status", defer_compile=False)

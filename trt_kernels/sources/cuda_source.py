@@ -158,17 +158,9 @@ class CudaSource(KernelSource):
         return ptx_loadable_note(nv, driver)
 
     def unsupported_arch(self, arch: str) -> Optional[str]:
-        from trt_kernels.sources.nvrtc import nvrtc_supported_archs, nvrtc_version
+        from trt_kernels.sources.nvrtc import unsupported_arch
 
-        m = re.match(r"sm_(\d+)", normalize_arch(arch))
-        try:
-            archs = nvrtc_supported_archs()
-            version = ".".join(map(str, nvrtc_version()))
-        except Exception:  # noqa: BLE001 - NVRTC cannot be asked; compiling reports why
-            return None
-        if not m or not archs or int(m.group(1)) in archs:
-            return None
-        return f"NVRTC {version} cannot compile for {arch} (it compiles for {', '.join(f'sm_{a}' for a in archs)})"
+        return unsupported_arch(arch)
 
     def describe(self) -> str:
         opts = f", options {list(self.options)}" if self.options else ""

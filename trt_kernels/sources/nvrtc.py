@@ -40,6 +40,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -132,6 +133,20 @@ def nvrtc_supported_archs() -> Tuple[int, ...]:
     from cuda.bindings import nvrtc
 
     return tuple(int(a) for a in _check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+
+
+def unsupported_arch(arch: str) -> Optional[str]:
+    """Why the NVRTC here cannot compile for ``arch`` (naming the archs it can), or None; None also where NVRTC
+    cannot be asked (compiling then says why). Loads NVRTC."""
+    m = re.match(r"sm_(\d+)", normalize_arch(arch))
+    try:
+        archs = nvrtc_supported_archs()
+        version = ".".join(map(str, nvrtc_version()))
+    except Exception:  # noqa: BLE001 - NVRTC cannot be asked; compiling reports why
+        return None
+    if not m or not archs or int(m.group(1)) in archs:
+        return None
+    return f"NVRTC {version} cannot compile for {arch} (it compiles for {', '.join(f'sm_{a}' for a in archs)})"
 
 
 def env_arch() -> Optional[str]:
