@@ -549,12 +549,13 @@ class ClearReport(Record):
     kept: int = 0  # files, links and other things this package did not write, left as they were
     kept_bytes: int = 0
     foreign: int = 0  # of those, files named like entries but owned by another user (never ours to remove)
-    kept_examples: List[str] = field(default_factory=list)
+    kept_examples: List[str] = field(default_factory=list)  # the first five places of kept_places
     errors: List[str] = field(default_factory=list)
+    kept_places: int = 0  # where those are: each a file, a link or a directory with everything under it
 
     def __init__(self, root: Path, entries: int = 0, temporaries: int = 0, directories: int = 0, removed_bytes: int = 0,
                  kept: int = 0, kept_bytes: int = 0, foreign: int = 0, kept_examples: List[str] = FACTORY,
-                 errors: List[str] = FACTORY) -> None:
+                 errors: List[str] = FACTORY, kept_places: int = 0) -> None:
         self.root = root
         self.entries = entries
         self.temporaries = temporaries
@@ -565,6 +566,7 @@ class ClearReport(Record):
         self.foreign = foreign
         self.kept_examples = [] if kept_examples is FACTORY else kept_examples
         self.errors = [] if errors is FACTORY else errors
+        self.kept_places = kept_places
 
 
 def _starts_with(path: str, magic: bytes) -> bool:
@@ -576,6 +578,7 @@ def _starts_with(path: str, magic: bytes) -> bool:
 
 def _keep(rep: ClearReport, path: str, st: os.stat_result) -> None:
     """Count a foreign thing (a directory: everything under it, never following a link)."""
+    rep.kept_places += 1
     if len(rep.kept_examples) < 5:
         rep.kept_examples.append(path)
     if not stat.S_ISDIR(st.st_mode):

@@ -115,6 +115,20 @@ def test_clear_removes_our_entries_and_keeps_everything_else(cache, tmp_path, ca
     assert f"kept untouched: {n_foreign} files" in out
 
 
+@pytest.mark.parametrize("n", [1, 5, 6, 8])
+def test_clear_lists_the_first_five_places_it_kept_and_counts_the_rest(cache, capsys, n):
+    root, _ = cache
+    root.mkdir(exist_ok=True)
+    for i in range(n):
+        (root / f"notes{i}.txt").write_text("mine")
+    (root / "empty-dir").mkdir()  # a place kept, with no file in it
+    rc, out = _clear(capsys)
+    assert rc == 0 and f"kept untouched: {n} file{'s' if n > 1 else ''}" in out
+    listed = out.split("symbolic links never followed), in ", 1)[1].splitlines()[0]
+    assert listed.count(str(root)) == min(n + 1, 5)
+    assert listed.endswith(f" and {n + 1 - 5} more") if n + 1 > 5 else "more" not in listed
+
+
 def test_clear_recognises_older_formats_by_magic(cache, capsys):
     root, _ = cache
     key = "12" * 32

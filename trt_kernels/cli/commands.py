@@ -111,8 +111,9 @@ def _cache(action: str) -> int:
     print(f"removed from {d}: {_count(r.entries, 'cache entry', 'cache entries')}, "
           f"{_count(r.temporaries, 'temporary file', 'temporary files')}, "
           f"{_count(r.directories, 'emptied directory', 'emptied directories')} ({_size(r.removed_bytes)})")
-    if r.kept:
-        more = ", ..." if len(r.kept_examples) == 5 else ""
+    if r.kept_places:
+        more = f" and {_count(r.kept_places - len(r.kept_examples), 'more', 'more')}" \
+            if r.kept_places > len(r.kept_examples) else ""
         print(f"kept untouched: {_count(r.kept, 'file', 'files')} ({_size(r.kept_bytes)}) that trt-kernels did not "
               f"write (foreign files are never removed, symbolic links never followed), in "
               f"{', '.join(r.kept_examples)}{more}")
@@ -152,7 +153,8 @@ def _add_commands(sub) -> None:
     do.add_argument("--json", action="store_true", help="machine-readable output")
     do.set_defaults(run=lambda a: _command("doctor").run(a.json))
 
-    se = sub.add_parser("selftest", help="the seed's seven cases on every tier this machine has")
+    se = sub.add_parser("selftest", help="the seed's seven cases and one per other kernel source (ptx_op, Triton), on "
+                        "every tier this machine has")
     se.add_argument("--json", action="store_true", help="machine-readable output")
     se.set_defaults(run=lambda a: _command("selftest").run(a.json))
 
