@@ -50,7 +50,7 @@ def _targets(tmp_path):
     spec, ns = _write(tmp_path, SPEC_ERROR)
     missing = str(tmp_path / "no_such_file.py")
     return [(missing, "no such file"), ("no_such_module_ttk_cli", "no module named 'no_such_module_ttk_cli'"),
-            (spec, f"{ns}::bad")]
+            (spec, f"{ns}::bad"), (str(tmp_path), "is a directory. Fix: pass the .py file in it")]
 
 
 # ---------------- 1: a target that does not load ----------------

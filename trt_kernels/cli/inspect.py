@@ -56,10 +56,13 @@ def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compil
     from trt_kernels import registry
 
     before = {id(k) for k in registry.all_ops()}
-    is_file = target.endswith(".py") or os.sep in target or "/" in target
+    is_file = target.endswith(".py") or os.sep in target or "/" in target or target in (os.curdir, os.pardir)
     try:
         with registry.deferred_compile() if defer_compile else contextlib.nullcontext():
             if is_file:
+                if os.path.isdir(target):
+                    raise TargetError(f"{target}: is a directory. Fix: pass the .py file in it that declares the ops, "
+                                      "or an importable module name")
                 if not os.path.isfile(target):
                     raise TargetError(f"{target}: no such file. Fix: pass a .py file or an importable module name")
                 with _script_dir_first(target):
