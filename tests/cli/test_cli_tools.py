@@ -184,6 +184,7 @@ def test_inspect_abi_mismatch_names_op_param_and_fix(tmp_path):
     path, ns = _write(tmp_path, BAD_FILE)
     data = _inspect_json(path, "sm_90")
     assert data["_rc"] == 1 and data["ok"] is False
+    assert data["error"].startswith(f"1 of 1 op failed, first {ns}::swapped: {ns}::swapped: kernel 'k' takes 3")
     (op,) = data["ops"]
     row = op["abi"][0]
     assert row["matches"] is False and row["param_ok"] == [True, False, False]
@@ -339,8 +340,10 @@ def test_compile_reports_an_abi_mismatch(tmp_path):
     path, ns = _write(tmp_path, BAD_FILE)
     r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], _env(tmp_path))
     assert r.returncode == 1
-    (row,) = json.loads(r.stdout)["rows"]
+    doc = json.loads(r.stdout)
+    (row,) = doc["rows"]
     assert row["result"] == "failed" and f"{ns}::swapped" in row["detail"] and "Fix:" in row["detail"]
+    assert doc["error"].startswith(f"1 of 1 programs failed, first {ns}::swapped for sm_90: {ns}::swapped: kernel")
 
 
 # ---------------- doctor ----------------

@@ -230,14 +230,15 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
     tools = sorted({r["toolchain"].split()[0] for r in rows if r.get("compiled")})
     by_tool = {t: sum(1 for r in rows if r.get("compiled") and r["toolchain"].startswith(t + " ")) for t in tools}
     if as_json:
-        print(json.dumps({"schema": SCHEMA, "target": target, "archs": archs, "arch_from": origin,
-                          "min_arch": min_arch, "cache_dir": str(cdir),
-                          "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
-                          "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
-                          "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached,
-                          "copied_from_shared": copied, "failed": len(failed),
-                          "ok": not failed},
-                         indent=2))
+        doc = {"schema": SCHEMA, "target": target, "archs": archs, "arch_from": origin, "min_arch": min_arch,
+               "cache_dir": str(cdir), "import_seconds": import_s, "compile_seconds": total_s, "rows": rows,
+               "compiles": compiled, "nvrtc_compiles": by_tool.get("NVRTC", 0),
+               "triton_compiles": by_tool.get("Triton", 0), "cache_hits": cached, "copied_from_shared": copied,
+               "failed": len(failed), "ok": not failed}
+        if failed:  # (as every failed document: one message; each row's own is rows[].detail)
+            doc["error"] = (f"{len(failed)} of {len(rows)} programs failed, first {failed[0]['op']} for "
+                            f"{failed[0]['arch']}: {failed[0]['detail'].splitlines()[0]}")
+        print(json.dumps(doc, indent=2))
         return 1 if failed else 0
     aot = f" + AOT plugin PTX for --min-arch {min_arch}" if min_arch else ""
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"

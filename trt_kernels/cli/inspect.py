@@ -629,12 +629,17 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
         ops = [describe(k, arch_used, rank_map, trt_state, arch_origin(bool(arch)), min_arch) for k in kops]
     except TargetError as e:
         return report_error(str(e), as_json, SCHEMA, target=target)
-    failed = any(d["errors"] or any(r["matches"] is False for r in d["abi"]) for d in ops)
+    bad = [d for d in ops if d["errors"] or any(r["matches"] is False for r in d["abi"])]
+    failed = bool(bad)
     if as_json:
-        print(json.dumps({"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,
-                          "min_arch": min_arch or env_min_arch(), "min_arch_from": floor_origin(min_arch),
-                          "tensorrt_side": {k: v for k, v in trt_state.items()}, "ops": ops, "ok": not failed},
-                         indent=2))
+        doc = {"schema": SCHEMA, "target": target, "arch": arch_used, "arch_note": arch_note,
+               "min_arch": min_arch or env_min_arch(), "min_arch_from": floor_origin(min_arch),
+               "tensorrt_side": {k: v for k, v in trt_state.items()}, "ops": ops, "ok": not failed}
+        if bad:  # (as every failed document: one message; each op's own are in ops[].errors / ops[].abi)
+            first = bad[0]["errors"][0] if bad[0]["errors"] else "its kernel's parameters differ from the spec's"
+            doc["error"] = (f"{len(bad)} of {len(ops)} op{'s' if len(ops) != 1 else ''} failed, first "
+                            f"{bad[0]['op']}: {first.splitlines()[0]}")
+        print(json.dumps(doc, indent=2))
     else:
         side = trt_state.get("available")
         print(f"{target}: {len(ops)} op{'s' if len(ops) != 1 else ''}; compiled for {arch_used}"
