@@ -242,11 +242,12 @@ class KernelOp:
             if own is not None and not archs.covers(own, floor):
                 what = (f"its PTX targets {own}" if not self.source.needs_arch
                         else f"it is declared with min_arch={own!r}")
+                other = (f"declare it with PTX whose .target is {floor} or lower" if not self.source.needs_arch
+                         else f"give the kernel a path for {floor} and declare min_arch={floor!r}")
                 raise ArchError(
                     f"{self.op_name}: {origin} asks for code that loads on {archs.loads_on(floor)}, but "
                     f"{what}, which loads on {archs.loads_on(own)}. Fix: build this engine without that "
-                    f"setting (the op's plugin cannot be in it), or give the kernel a path for {floor} and "
-                    f"declare min_arch={floor!r}")
+                    f"setting (the op's plugin cannot be in it), or {other}")
             return (floor if self.source.needs_arch else None), origin
         if not self.source.needs_arch:
             return None, "the PTX's own .target"

@@ -230,6 +230,9 @@ def test_compile_min_arch_fills_the_cache_with_the_aot_ptx(fleet, monkeypatch):
     assert ("TensorRT builds with TRT_KERNELS_MIN_ARCH=sm_80 (or ops declared with min_arch='sm_80') embed this "
             "sm_80 PTX from the cache") in r.stdout
     assert "run them with TRT_KERNELS_MIN_ARCH=sm_80 and the same TRT_KERNELS_CACHE_DIR" in r.stdout
+    # a ptx_op alone: its PTX is as given, so nothing is said to come from the cache
+    r, ns = cli("compile", "{file}", "--op", "{ns}::ptx80", "--min-arch", "sm_86")
+    assert r.returncode == 0 and "targets sm_80" in r.stdout and "TensorRT builds with" not in r.stdout
 
     # a process building with that floor: the AOT PTX comes from the cache, NVRTC compiles nothing
     calls = counting_compile_cache(cache, monkeypatch)

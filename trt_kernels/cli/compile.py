@@ -268,7 +268,7 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
         aside = " (the skipped rows aside)" if any(r["result"] == "skipped" for r in rows) else ""
         print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
               f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache{aside}; nothing is compiled there")
-        if min_arch:
+        if min_arch and any(r.get("aot_ptx") and r["result"] not in ("skipped", "failed") for r in rows):
             print(f"TensorRT builds with {_archs.MIN_ARCH_ENV}={min_arch} (or ops declared with min_arch="
                   f"{min_arch!r}) embed this {min_arch} PTX from the cache: their AOT plugins load on "
                   f"{_archs.loads_on(min_arch)}; run them with {_archs.MIN_ARCH_ENV}={min_arch} and the same "
