@@ -18,7 +18,6 @@ dynamic section with ``DT_SONAME``, ``DT_NEEDED``, an empty symbol table and its
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
 import os
 import pathlib
@@ -103,13 +102,13 @@ def make_resolvable() -> Optional[str]:
     except OSError as e:
         return str(e)
     from trt_kernels import cache_trust
-    from trt_kernels.cache_store import cache_root
+    from trt_kernels.cache_store import cache_root, rtx_stub
     from trt_kernels.eager.build import load_or_build
 
     root = cache_root() or cache_trust.private_dir()
     if root is None:
         return "no cache directory to write the stub in (TRT_KERNELS_CACHE is off and no private directory)"
-    stub = root / "rtx" / f"libtensorrt_rtx-alias-{hashlib.sha256(data).hexdigest()[:16]}.so"
+    stub = rtx_stub(root, data)
 
     def write(path: pathlib.Path, blob: bytes):
         path.write_bytes(blob)

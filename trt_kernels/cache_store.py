@@ -88,6 +88,8 @@ _KEY_BIN = _Pattern(r"[0-9a-f]{64}\.bin")
 _TMP = _Pattern(r"(?:sm_\d+[af]?|[0-9a-f]{64})\.bin\.[A-Za-z0-9_]+\.tmp")  # mkstemp(prefix=entry + ".")
 _LAUNCHER_SO = _Pattern(r"[0-9a-f]{64}\.[A-Za-z0-9_.-]+")  # <key><EXT_SUFFIX>, an ELF shared object
 _LAUNCHER_TMP = _Pattern(r"[0-9a-f]{64}\.[A-Za-z0-9_.-]+\.tmp")  # its build in progress (mkstemp)
+_RTX_STUB = _Pattern(r"libtensorrt_rtx-alias-[0-9a-f]{16}\.so")  # rtx/: the TensorRT-RTX name stub (rtx_stub)
+_RTX_TMP = _Pattern(r"libtensorrt_rtx-alias-[0-9a-f]{16}\.so\.[A-Za-z0-9_]+\.tmp")
 ELF_MAGIC = b"\x7fELF"
 _OPEN = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -629,6 +631,11 @@ def _clear_files(rep: ClearReport, d: str, entry: "re.Pattern[str]", magic: byte
     return kept
 
 
+def rtx_stub(root: Path, data: bytes) -> Path:
+    """Where the TensorRT-RTX name stub ``data`` (``trt_kernels.plugins.rtx_lib``) lies in the cache ``root``."""
+    return root / "rtx" / f"libtensorrt_rtx-alias-{hashlib.sha256(data).hexdigest()[:16]}.so"
+
+
 def clear(root: Path) -> ClearReport:
     """Remove what this package wrote under the cache directory ``root`` and nothing else.
 
@@ -637,8 +644,9 @@ def clear(root: Path) -> ClearReport:
     magic (format 1), ``autotune/<64 hex>.bin`` records starting with the autotune magic, and temporary
     files ``*.bin.<random>.tmp`` next to them; all regular files,
     whatever the format version after the magic; ``launcher/<64 hex><EXT_SUFFIX>`` shared objects
-    (ELF) and their temporary files. A program-key directory (and ``triton/``, ``launcher/``, ``autotune/``) is
-    removed when that leaves it empty. Only what you own is ours: a file or directory of another
+    (ELF), the TensorRT-RTX name stub ``rtx/libtensorrt_rtx-alias-<16 hex>.so`` (ELF) and their temporary files.
+    A program-key directory (and ``triton/``, ``launcher/``, ``autotune/``, ``rtx/``) is removed when that leaves
+    it empty. Only what you own is ours: a file or directory of another
     user, whatever its name, is kept (and counted as ``foreign``). Everything else, symbolic links
     included (never followed), is left untouched and counted in the report; ``root`` itself stays.
     """
@@ -655,10 +663,11 @@ def clear(root: Path) -> ClearReport:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
         ours = st.st_uid == cache_trust.me()
-        if is_dir and ours and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher", "autotune")):
+        if is_dir and ours and (_KEY.fullmatch(e.name) or e.name in ("triton", "launcher", "autotune", "rtx")):
             pattern, magic, tmp = {"triton": (_KEY_BIN, TRITON_MAGIC, _TMP),
                                    "autotune": (_KEY_BIN, AUTOTUNE_MAGIC, _TMP),
-                                   "launcher": (_LAUNCHER_SO, ELF_MAGIC, _LAUNCHER_TMP)}.get(
+                                   "launcher": (_LAUNCHER_SO, ELF_MAGIC, _LAUNCHER_TMP),
+                                   "rtx": (_RTX_STUB, ELF_MAGIC, _RTX_TMP)}.get(
                 e.name, (_ARCH_BIN, NVRTC_MAGIC, _TMP))
             try:
                 kept = _clear_files(rep, e.path, pattern, magic, tmp=tmp)

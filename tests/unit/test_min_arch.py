@@ -144,7 +144,8 @@ def test_a_ptx_source_keeps_its_own_target():
         if arch == "sm_80":
             assert kop.aot_target()[0] is None  # its PTX, as given
         else:
-            with pytest.raises(ttk.ArchError, match="its PTX targets sm_90, which loads on compute capability 9.0") as e:
+            with pytest.raises(ttk.ArchError, match="its PTX targets sm_90, which loads on compute capability 9.0") \
+                    as e:
                 kop.aot_target()
             # (ptx_op takes no min_arch: the fix is other PTX)
             assert "PTX whose .target is sm_80 or lower" in str(e.value) and "min_arch=" not in str(e.value)

@@ -68,3 +68,24 @@ def test_a_loaded_stub_makes_the_bare_name_resolve_to_the_one_library(tmp_path):
     # the same function of the same library: no second copy of libm was loaded
     assert ctypes.cast(alias.cbrt, ctypes.c_void_p).value == ctypes.cast(libm.cbrt, ctypes.c_void_p).value
     assert keep is not None
+
+
+def test_cache_clear_removes_the_stub_it_wrote_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
+    from trt_kernels import cache_store, cli
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(root))
+    data = stub_object("libexample.so", "/opt/lib/libexample.so.3")
+    stub = cache_store.rtx_stub(root, data)
+    stub.parent.mkdir(parents=True)
+    stub.write_bytes(data)
+    (stub.parent / f"{stub.name}.k2j4.tmp").write_bytes(data[:10])  # a write in progress, left behind
+    theirs = stub.parent / "notes.txt"
+    theirs.write_text("not ours")
+    assert cli.main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert not stub.exists() and sorted(p.name for p in stub.parent.iterdir()) == ["notes.txt"]
+    assert "1 cache entry, 1 temporary file" in out and "kept untouched: 1 file" in out
+    theirs.unlink()
+    stub.write_bytes(data)
+    assert cli.main(["cache", "clear"]) == 0 and not stub.parent.exists()  # emptied: removed
