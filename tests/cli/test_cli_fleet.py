@@ -281,6 +281,21 @@ def test_doctor_says_where_the_aot_plugins_load(monkeypatch, tmp_path):
     assert doctor.exit_status([line, gpu, op]) == 0  # warnings: doctor's exit status stays the installation's
     assert f"AOT PTX of {ns}::tma90: " in doctor.format_checks(checks).split("to fix:")[1]
 
+    # an arch no NVRTC here compiles for: the AOT line is the warning (not "ok" beside one), with the fix
+    nv = {"nvrtc": [13, 0], "nvrtc_archs": [75, 80, 86, 89, 90, 100, 120]}
+    monkeypatch.setenv(archs.MIN_ARCH_ENV, "sm_999")
+    line = _check(doctor.assess({"aot_ptx": doctor.aot_facts(), **nv}), "AOT plugin PTX")
+    assert line["status"] == "warn" and line["detail"].startswith("TRT_KERNELS_MIN_ARCH=sm_999: NVRTC 13.0 cannot")
+    assert line["fix"] == "TRT_KERNELS_MIN_ARCH=sm_80, or install an nvidia-cuda-nvrtc that supports sm_999"
+    monkeypatch.delenv(archs.MIN_ARCH_ENV)
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_10")
+    checks = doctor.assess({"aot_ptx": doctor.aot_facts(), **nv, "probe": "CompileError: ...", "probe_arch": "sm_10"})
+    line = _check(checks, "AOT plugin PTX")
+    assert line["status"] == "warn" and line["detail"].startswith("TRT_KERNELS_ARCH=sm_10: NVRTC 13.0 cannot")
+    assert line["fix"].startswith("TRT_KERNELS_ARCH=sm_90, or install")
+    assert _check(checks, "probe compile")["fix"].startswith("compile for an arch NVRTC 13.0 has (TRT_KERNELS_ARCH=")
+    monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
+
     monkeypatch.setenv(archs.MIN_ARCH_ENV, "ampere")
     bad = _check(doctor.assess({"aot_ptx": doctor.aot_facts()}), "AOT plugin PTX")
     assert bad["status"] == "warn" and bad["detail"].startswith("TRT_KERNELS_MIN_ARCH=ampere: ")

@@ -328,9 +328,13 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
             "pip install 'nvidia-cuda-runtime>=13.0,<14', or set CUDA_HOME to a CUDA toolkit")
     probe = f.get("probe")
     if probe is not None:
+        parch, nv_archs = f.get("probe_arch"), f.get("nvrtc_archs")
+        unsupported = bool(parch and nv_archs and int(parch[3:].rstrip("af")) not in nv_archs)
         add("probe compile", "ok" if probe.startswith("ok") else "error",
-            f"{PROBE_NAME} (cuda_fp16.h) for {f.get('probe_arch')}: {probe}",
-            "" if probe.startswith("ok") else "see the NVRTC message; check the CUDA headers above")
+            f"{PROBE_NAME} (cuda_fp16.h) for {parch}: {probe}",
+            "" if probe.startswith("ok") else
+            f"compile for an arch NVRTC {_ver(nv)} has (TRT_KERNELS_ARCH=sm_90), or install an nvidia-cuda-nvrtc that "
+            f"supports {parch}" if unsupported else "see the NVRTC message; check the CUDA headers above")
     # PTX from this NVRTC on this driver
     note = ptx_loadable_note(tuple(nv), tuple(drv)) if nv and drv else None
     ptx_fix = (f"pip install 'nvidia-cuda-nvrtc=={drv[0]}.{drv[1]}.*' (an NVRTC no newer than the driver), or update "
@@ -442,6 +446,16 @@ def _assess_aot(f: Dict[str, Any], add) -> None:
         add("AOT plugin PTX", "warn", f"{msg}: every TensorRT build of an AOT plugin fails while it is set", fix)
         return
     target = a["target"]
+    nv_archs = f.get("nvrtc_archs")
+    if nv_archs and archs.arch_key(target)[0] not in nv_archs:  # (said here, not as an "ok" line beside a warning)
+        var = env if a["env"] else "TRT_KERNELS_ARCH" if "TRT_KERNELS_ARCH" in a["from"] else None
+        setting = f"{var}={a['env'] if a['env'] else os.environ.get('TRT_KERNELS_ARCH')}" if var else a["from"]
+        add("AOT plugin PTX", "warn", f"{setting}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no "
+            "AOT plugin builds (nor, for the compile arch, any op)" if not a["env"] else
+            f"{setting}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no AOT plugin builds",
+            (f"{var}={floor if a['env'] else 'sm_90'}, or " if var else "") +
+            f"install an nvidia-cuda-nvrtc that supports {target}")
+        return
     if a["env"]:
         detail = (f"{target} ({env}): AOT plugins load on {a['loads_on']}; "
                   + ("hardware-compatible engines (AMPERE_PLUS) may hold them" if a["hardware_compatible"] else
@@ -453,10 +467,6 @@ def _assess_aot(f: Dict[str, Any], add) -> None:
     add("AOT plugin PTX", "ok", detail)
     if not a["env"]:
         return
-    nv_archs = f.get("nvrtc_archs")
-    if nv_archs and archs.arch_key(target)[0] not in nv_archs:
-        add(f"{env}", "warn", f"{env}={a['env']}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no "
-            "AOT plugin builds", f"{env}={floor}, or install an nvidia-cuda-nvrtc that supports {target}")
     for g in f.get("gpus") or []:
         if archs.below(g["arch"], target):
             add(f"{env} vs cuda:{g['index']}", "warn",
