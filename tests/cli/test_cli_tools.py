@@ -239,6 +239,19 @@ def test_compile_fills_the_cache_and_a_fresh_process_compiles_nothing(tmp_path):
     assert again["nvrtc_compiles"] == 0 and again["cache_hits"] == 7
 
 
+def test_op_is_repeatable_and_each_name_is_checked(tmp_path):
+    path, ns = _write(tmp_path, SEED_FILE)
+    env = _env(tmp_path)
+    data = json.loads(_cli(["compile", str(path), "--arch", "sm_90", "--op", f"{ns}::scale", "--op", f"{ns}::add",
+                            "--json"], env).stdout)
+    assert [r["op"] for r in data["rows"]] == [f"{ns}::add", f"{ns}::scale"]  # (in declaration order)
+    doc = json.loads(_cli(["inspect", str(path), "--arch", "sm_90", "--op", f"{ns}::add", "--op", f"{ns}::scale",
+                           "--json"], env).stdout)
+    assert sorted(o["op"] for o in doc["ops"]) == [f"{ns}::add", f"{ns}::scale"]
+    r = _cli(["inspect", str(path), "--op", f"{ns}::add", "--op", f"{ns}::nope"], env)
+    assert r.returncode == 1 and f"declares no op '{ns}::nope'" in r.stderr and "Fix: --op NS::NAME" in r.stderr
+
+
 def test_compile_text_lists_what_it_wrote(tmp_path):
     path, ns = _write(tmp_path, SEED_FILE)
     r = _cli(["compile", str(path), "--arch", "sm_90", "--arch", "sm_80", "--op", f"{ns}::add"], _env(tmp_path))

@@ -131,7 +131,7 @@ def _add_commands(sub) -> None:
     """inspect, compile, doctor, selftest: each lives in its own module, imported when run."""
     ins = sub.add_parser("inspect", help="what the package derived for each op a module declares (no GPU needed)")
     ins.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
-    ins.add_argument("--op", metavar="NS::NAME", help="only this op")
+    ins.add_argument("--op", action="append", default=[], metavar="NS::NAME", help="only this op (repeatable)")
     ins.add_argument("--arch", help="compile for this arch to read the PTX (default: the GPU, TRT_KERNELS_ARCH, sm_90)")
     ins.add_argument("--rank", action="append", default=[], metavar="NAME=N",
                      help="rank of a tensor input for the launch plan (default: InputDecl(ndim=) or 2)")
@@ -143,7 +143,7 @@ def _add_commands(sub) -> None:
     co = sub.add_parser("compile", help="fill the disk cache ahead of time (container builds)")
     co.add_argument("target", metavar="MODULE_OR_FILE", help="a module name or a .py file that declares ops")
     co.add_argument("--arch", action="append", default=[], help="an arch to compile for (repeatable), e.g. sm_90")
-    co.add_argument("--op", metavar="NS::NAME", help="only this op")
+    co.add_argument("--op", action="append", default=[], metavar="NS::NAME", help="only this op (repeatable)")
     co.add_argument("--min-arch", metavar="SM", help="also compile each op's AOT plugin PTX for this lowest arch "
                     "(sm_80: the PTX loads on every GPU from Ampere on; builds use it with TRT_KERNELS_MIN_ARCH)")
     co.add_argument("--json", action="store_true", help="machine-readable output")

@@ -168,7 +168,7 @@ def _normalizes(arch) -> bool:
     return True
 
 
-def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min_arch: Optional[str] = None) -> int:
+def run(target: str, archs: Sequence[str], op: Sequence[str], as_json: bool, min_arch: Optional[str] = None) -> int:
     from trt_kernels.cache_store import cache_dir
     from trt_kernels.cli.inspect import (
         TargetError,
@@ -177,6 +177,7 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
         check_arch,
         load_target,
         parse_min_arch,
+        pick_ops,
         report_error,
     )
     from trt_kernels.sources import archs as _archs
@@ -204,14 +205,8 @@ def run(target: str, archs: Sequence[str], op: Optional[str], as_json: bool, min
         archs = list(dict.fromkeys(archs))
         origin = "--arch" if given else compile_arch()[1]
         t0 = time.perf_counter()
-        kops = load_target(target)
+        kops = pick_ops(target, load_target(target), op)
         import_s = time.perf_counter() - t0
-        if op is not None:
-            names = ", ".join(k.op_name for k in kops) or "none"
-            kops = [k for k in kops if k.op_name == op]
-            if not kops:
-                raise TargetError(f"{target} declares no op {op!r} (it declares: {names}). Fix: check the name "
-                                  f"(trt-kernels inspect {target})")
         for a in archs:
             check_arch(a, arch_origin(given), kops)
         if min_arch is not None:

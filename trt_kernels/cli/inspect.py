@@ -87,6 +87,19 @@ def load_target(target: str, run_name: str = "trt_kernels_inspect", defer_compil
     return [k for k in registry.all_ops() if id(k) not in before]
 
 
+def pick_ops(target: str, kops, names: Sequence[str]):
+    """The ops of ``kops`` named by ``--op`` (each given once or more; all where none is), in declaration order;
+    TargetError naming one that ``target`` does not declare."""
+    if not names:
+        return kops
+    declared = {k.op_name for k in kops}
+    for n in names:
+        if n not in declared:
+            raise TargetError(f"{target} declares no op {n!r} (it declares: {', '.join(sorted(declared)) or 'none'}). "
+                              f"Fix: --op NS::NAME, one of those (`trt-kernels inspect {target}` lists them)")
+    return [k for k in kops if k.op_name in set(names)]
+
+
 def report_error(message: str, as_json: bool, schema: str, **fields: Any) -> int:
     """One ``error: ...`` line on stderr and, under ``--json``, one document on stdout; exit status 1."""
     print(f"error: {message}", file=sys.stderr)
@@ -598,7 +611,7 @@ def _aot_text(a: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str], as_json: bool,
+def run(target: str, op: Sequence[str], arch: Optional[str], ranks: Sequence[str], as_json: bool,
         min_arch: Optional[str] = None) -> int:
     try:
         min_arch = parse_min_arch(min_arch)
@@ -614,14 +627,8 @@ def run(target: str, op: Optional[str], arch: Optional[str], ranks: Sequence[str
         except ValueError as e:
             raise TargetError(arch_problem(arch_origin(bool(arch)), arch or "", str(e))) from None
         floor = floor_said(min_arch)
-        kops = load_target(target)
-        if op is not None:
-            picked = [k for k in kops if k.op_name == op]
-            if not picked:
-                names = ", ".join(k.op_name for k in kops) or "none"
-                raise TargetError(f"{target} declares no op {op!r} (it declares: {names}). Fix: --op NS::NAME")
-            kops = picked
-        check_ranks(rank_map, kops, op or f"any op {target} declares")
+        kops = pick_ops(target, load_target(target), op)
+        check_ranks(rank_map, kops, ", ".join(op) if op else f"any op {target} declares")
         check_arch(arch_used, arch_origin(bool(arch)), kops)
         if min_arch is not None:
             check_arch(min_arch, "--min-arch", kops)
