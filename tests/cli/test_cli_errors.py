@@ -310,8 +310,8 @@ def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
 
 
 def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
-    """A fresh process: ``--help``, ``--version`` and ``cache path|clear`` never import torch, and ``--help``
-    costs well under a second (0.3 s here: the CPU time of importing the command and answering, which the
+    """A fresh process: ``--help``, ``--version``, ``cache path|clear`` and a usage mistake never import torch, and
+    ``--help`` costs well under a second (0.3 s here: the CPU time of importing the command and answering, which the
     machine's other work does not stretch as it does the wall time)."""
     code = textwrap.dedent("""
         import sys, time
@@ -324,6 +324,7 @@ def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
                 assert e.code in (0, None), (argv, e.code)
             if argv == ["--help"]:
                 print("HELP_SECONDS", time.process_time() - t0, file=sys.stderr)
+        assert main(["stat"]) == 1 and main(["inspect", "x.py", "--bogus"]) == 1  # usage mistakes, said as quickly
         print("TORCH", "torch" in sys.modules, file=sys.stderr)
     """)
     env = dict(os.environ, TRT_KERNELS_CACHE_DIR=str(tmp_path / "cache"))

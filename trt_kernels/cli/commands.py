@@ -228,12 +228,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _usage_error(message: str, argv) -> int:
-    from trt_kernels.cli.inspect import report_error
-
+    """Say a usage mistake: one line, and under ``--json`` of a command that has it, its one document (only then is
+    anything imported: a mistyped command answers as quickly as ``--help``)."""
     cmd = next((a for a in argv if not a.startswith("-")), None)
     if "--json" not in argv or cmd not in ("status", "inspect", "compile", "doctor", "selftest"):
         print(f"error: {message}", file=sys.stderr)
         return 1
+    from trt_kernels.cli.inspect import report_error
+
     return report_error(message, True, STATUS_SCHEMA if cmd == "status" else _command(cmd).SCHEMA)
 
 

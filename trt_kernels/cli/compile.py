@@ -125,9 +125,9 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
                    compiled=not b.from_cache, copied=copied, nvrtc=not b.from_cache and tool == "NVRTC",
                    toolchain=b.toolchain, entry=entries[0]["path"] if entries else None, entries=entries,
                    bytes=sum(e["bytes"] for e in entries) if entries else None, kernels=len(b.kernels))
-        if kept is None:
-            root = cache_root()
-            row.update(result="failed", detail=f"{how}, but not written into {root}, so the cache to ship lacks it "
+        if kept is None:  # (a build from the cache that is not kept came from the shared one)
+            root, got = cache_root(), "read from the shared cache" if b.from_cache else how
+            row.update(result="failed", detail=f"{got}, but not written into {root}, so the cache to ship lacks it "
                        "(the warning above says why). Fix: make it a writable directory only you can write "
                        "(`trt-kernels doctor` checks it), or set TRT_KERNELS_CACHE_DIR to one")
         if row["aot_ptx"]:  # the .target of the PTX TensorRT's AOT plugin embeds (tactic 1, the first dtype)

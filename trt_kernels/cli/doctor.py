@@ -449,12 +449,11 @@ def _assess_aot(f: Dict[str, Any], add) -> None:
     nv_archs = f.get("nvrtc_archs")
     if nv_archs and archs.arch_key(target)[0] not in nv_archs:  # (said here, not as an "ok" line beside a warning)
         var = env if a["env"] else "TRT_KERNELS_ARCH" if "TRT_KERNELS_ARCH" in a["from"] else None
-        setting = f"{var}={a['env'] if a['env'] else os.environ.get('TRT_KERNELS_ARCH')}" if var else a["from"]
-        add("AOT plugin PTX", "warn", f"{setting}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no "
-            "AOT plugin builds (nor, for the compile arch, any op)" if not a["env"] else
-            f"{setting}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so no AOT plugin builds",
-            (f"{var}={floor if a['env'] else 'sm_90'}, or " if var else "") +
-            f"install an nvidia-cuda-nvrtc that supports {target}")
+        setting = f"{var}={a['env'] or os.environ.get('TRT_KERNELS_ARCH')}" if var else a["from"]
+        builds = "no AOT plugin builds" if a["env"] else "neither the ops nor their AOT plugins build"
+        fix = f"{var}={floor if a['env'] else 'sm_90'}, or " if var else ""
+        add("AOT plugin PTX", "warn", f"{setting}: NVRTC {_ver(f.get('nvrtc'))} cannot compile for {target}, so "
+            f"{builds}", f"{fix}install an nvidia-cuda-nvrtc that supports {target}")
         return
     if a["env"]:
         detail = (f"{target} ({env}): AOT plugins load on {a['loads_on']}; "
