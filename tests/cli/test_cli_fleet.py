@@ -294,6 +294,11 @@ def test_doctor_says_where_the_aot_plugins_load(monkeypatch, tmp_path):
     assert line["status"] == "warn" and line["detail"].startswith("TRT_KERNELS_ARCH=sm_10: NVRTC 13.0 cannot")
     assert line["fix"].startswith("TRT_KERNELS_ARCH=sm_90, or install")
     assert _check(checks, "probe compile")["fix"].startswith("compile for an arch NVRTC 13.0 has (TRT_KERNELS_ARCH=")
+    # a GPU whose arch this NVRTC lacks (an arch-specific one included): an error line naming it
+    gpus = [{"index": 0, "name": "Future GPU", "arch": "sm_130a"}, {"index": 1, "name": "NVIDIA H100", "arch": "sm_90"}]
+    flagged = [c for c in doctor.assess({**nv, "gpus": gpus}) if c["check"].startswith("NVRTC arch ")]
+    assert [(c["check"], c["status"]) for c in flagged] == [("NVRTC arch sm_130a", "error")]
+    assert flagged[0]["detail"] == "NVRTC 13.0 cannot compile for Future GPU (sm_130a)"
     monkeypatch.setenv("TRT_KERNELS_ARCH", "sm_90")
 
     monkeypatch.setenv(archs.MIN_ARCH_ENV, "ampere")

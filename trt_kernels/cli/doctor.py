@@ -272,6 +272,7 @@ def _ver(v) -> str:
 
 def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     """Checks from facts: ``{"check", "status", "detail", "fix"}`` each."""
+    from trt_kernels.sources.archs import arch_key
     from trt_kernels.sources.ptxcheck import ptx_loadable_note
 
     out: List[Dict[str, str]] = []
@@ -310,12 +311,11 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         add("NVRTC", "error", f"cannot be loaded ({f.get('nvrtc_error') or 'cuda-bindings missing'})",
             "pip install 'nvidia-cuda-nvrtc>=13.0,<14'")
     else:
-        archs = f.get("nvrtc_archs")
+        nv_archs = f.get("nvrtc_archs")
         add("NVRTC", "ok", f"{_ver(nv)} (pip nvidia-cuda-nvrtc {d.get('nvidia-cuda-nvrtc')}); writes PTX ISA "
-            f"{_ver(f.get('ptx_isa'))}" + (f"; archs {', '.join(f'sm_{a}' for a in archs)}" if archs else ""))
+            f"{_ver(f.get('ptx_isa'))}" + (f"; archs {', '.join(f'sm_{a}' for a in nv_archs)}" if nv_archs else ""))
         for g in gpus:
-            num = int(g["arch"][3:].rstrip("af"))
-            if archs and num not in archs:
+            if nv_archs and arch_key(g["arch"])[0] not in nv_archs:
                 add(f"NVRTC arch {g['arch']}", "error",
                     f"NVRTC {_ver(nv)} cannot compile for {g['name']} ({g['arch']})",
                     "install an nvidia-cuda-nvrtc that supports it")
@@ -329,7 +329,7 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
     probe = f.get("probe")
     if probe is not None:
         parch, nv_archs = f.get("probe_arch"), f.get("nvrtc_archs")
-        unsupported = bool(parch and nv_archs and int(parch[3:].rstrip("af")) not in nv_archs)
+        unsupported = bool(parch and nv_archs and arch_key(parch)[0] not in nv_archs)
         add("probe compile", "ok" if probe.startswith("ok") else "error",
             f"{PROBE_NAME} (cuda_fp16.h) for {parch}: {probe}",
             "" if probe.startswith("ok") else
