@@ -65,8 +65,10 @@ def format_status() -> str:
     elif tr["trusted"]:
         lines.append(f"compile cache: {tr['cache']} (private to you)")
     else:
-        lines.append(f"compile cache: {tr['cache']} NOT TRUSTED ({tr['problem']}); using {tr['using']}. "
-                     f"Fix: {tr['fix']}")
+        where = (f"its private directory {tr['using']}, removed when it exits" if tr["using"] else
+                 "memory only (no private directory could be made)")
+        lines.append(f"compile cache: {tr['cache']} NOT TRUSTED ({tr['problem']}); this process compiles into "
+                     f"{where}. Fix: {tr['fix']}")
     if tr["shared"]:
         lines.append(f"shared cache: {tr['shared']}, read-only"
                      + (f", NOT TRUSTED ({tr['shared_problem']})" if tr["shared_problem"] else ""))

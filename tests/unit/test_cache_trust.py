@@ -405,10 +405,17 @@ def test_status_and_doctor_show_an_untrusted_cache(cache, capsys):
     from trt_kernels.status import format_status
 
     text = format_status()
+    mine = cache_trust.private_dir()
     assert f"compile cache: {cache} NOT TRUSTED" in text and "Fix: chmod go-w" in text
+    # the private directory is this process's, gone at its exit (a `trt-kernels status` run's path is gone after it)
+    assert f"this process compiles into its private directory {mine}, removed when it exits." in text
     checks = doctor.assess(dict(doctor.gather(), cache_trust=cache_store.trust()))
     row = next(c for c in checks if c["check"] == "cache trust")
     assert row["status"] == "warn" and str(cache) in row["detail"] and row["fix"] == f"chmod go-w {cache}"
+    assert f"a private directory of its own, removed when it exits (this one's: {mine}) instead" in row["detail"]
+    no_dir = dict(cache_store.trust(), using=None)
+    row = next(c for c in doctor.assess({"cache_trust": no_dir}) if c["check"] == "cache trust")
+    assert "compiles into memory only (no private directory could be made) instead" in row["detail"]
     os.chmod(cache, 0o700)
     cache_trust.forget()
     assert "(private to you)" in format_status()

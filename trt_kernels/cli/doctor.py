@@ -416,8 +416,10 @@ def assess(f: Dict[str, Any]) -> List[Dict[str, str]]:
         if cdir else "disabled (TRT_KERNELS_CACHE=0)")
     tr = f.get("cache_trust") or {}
     if tr.get("trusted") is False:
+        where = (f"a private directory of its own, removed when it exits (this one's: {tr['using']})"
+                 if tr.get("using") else "memory only (no private directory could be made)")
         add("cache trust", "warn", f"not private to you: {tr.get('problem')}; nothing in it is read or loaded, each "
-            f"process compiles into a private directory instead ({tr.get('using')})", tr.get("fix") or "")
+            f"process compiles into {where} instead", tr.get("fix") or "")
     elif tr.get("trusted"):
         add("cache trust", "ok", "only you (and root) can write it: its entries are read and its modules loaded")
     if tr.get("shared"):
