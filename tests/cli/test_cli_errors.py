@@ -338,7 +338,10 @@ def test_help_version_and_cache_answer_without_importing_torch(tmp_path):
 @pytest.mark.parametrize("argv, says", [(["cache"], "the following arguments are required: action"),
                                         (["cache", "wipe"], "invalid choice: 'wipe'"),
                                         (["stat"], "invalid choice: 'stat'"),
-                                        (["doctor", "--jsn"], "unrecognized arguments: --jsn")])
+                                        (["doctor", "--jsn"], "unrecognized arguments: --jsn"),
+                                        ([], "no command given (the commands: info, status, cache, inspect, "),
+                                        (["--bogus"], "unrecognized arguments: --bogus (the commands: info, "),
+                                        (["--bogus", "status"], "unrecognized arguments: --bogus.")])
 def test_usage_mistakes_are_one_error_line_and_exit_status_1(capsys, argv, says):
     assert main(argv) == 1
     line = _one_error_line(capsys.readouterr().err)

@@ -248,6 +248,9 @@ class _Subcommands:
     def add_parser(self, name: str, help: str, **kw):  # noqa: A002 - argparse's name
         return self._sub.add_parser(name, help=_plain(help), description=_plain(kw.pop("description", help)), **kw)
 
+    def names(self):
+        return list(self._sub.choices)
+
 
 def main(argv=None) -> int:
     parser = _Parser(prog="trt-kernels", description=_plain(__doc__))
@@ -264,7 +267,12 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
     except _UsageError as e:
-        return _usage_error(str(e), argv)
+        message = str(e)
+        if all(a.startswith("-") for a in argv):  # no command (argparse would name `cmd`, unknown options or not)
+            unknown = " ".join(argv)
+            message = (f"{parser.prog}: {f'unrecognized arguments: {unknown}' if unknown else 'no command given'} "
+                       f"(the commands: {', '.join(sub.names())}). Fix: see `{parser.prog} --help`")
+        return _usage_error(message, argv)
     if args.cmd in ("info", "status", "inspect", "compile", "selftest"):  # (doctor reports it as one of its checks)
         problem = _arch_env_problem()
         if problem is not None:
