@@ -479,7 +479,13 @@ class KernelOp:
     # ----- TensorRT -----
     @property
     def aot(self) -> AotDecision:
-        """Whether TensorRT's plugin can run the kernel ahead of time (PTX in the engine), and why."""
+        """Whether TensorRT's plugin can run the kernel ahead of time (PTX in the engine), and why: for the builds
+        of the arch known without compiling (:meth:`known_arch`; see :meth:`aot_at`)."""
+        return self.aot_at(self.known_arch())
+
+    def aot_at(self, arch: Optional[str]) -> AotDecision:
+        """:attr:`aot` for the op's builds for ``arch`` (a report's compile arch, ``--arch``); None: no arch known,
+        so what only a build would tell (a Triton config's shared memory) is assumed to fit."""
         if self.sig.mutated:
             names = ", ".join(repr(self.sig.tensor_names[t]) for t in self.sig.mutated)
             return AotDecision(JIT, f"it writes {names} in place: TensorRT's plugin inputs are read-only, and "
@@ -498,7 +504,7 @@ class KernelOp:
             return AotDecision(JIT, f"a call computes its launch config ({self.source.rule.describe()}), and "
                                "TensorRT's AOT launch embeds one PTX per tactic: the JIT impl launches the variant "
                                "each call's sizes select")
-        reasons = {t: self._aot_unavailable(t) for t in range(1, self.sig.tactics + 1)}
+        reasons = {t: self._aot_unavailable(t, arch) for t in range(1, self.sig.tactics + 1)}
         fit = tuple(t for t, r in reasons.items() if r is None)
         if not fit:
             return AotDecision(JIT, "AOT unavailable: " + "; ".join(dict.fromkeys(reasons.values()))
@@ -519,15 +525,14 @@ class KernelOp:
             return AotDecision(AOT, why, fit)
         return AotDecision(AOT, why)
 
-    def _aot_unavailable(self, tactic: int) -> Optional[str]:
-        """Why TensorRT's AOT launch cannot run ``tactic`` (None: it can; what is not known yet, without an
-        arch, is assumed to fit)."""
+    def _aot_unavailable(self, tactic: int, arch: Optional[str]) -> Optional[str]:
+        """Why TensorRT's AOT launch cannot run ``tactic`` with the builds for ``arch`` (None: it can; what is not
+        known yet, without an arch, is assumed to fit)."""
         smem = self.sig.launch(tactic).shared_mem
         if isinstance(smem, Const) and smem.value > STATIC_SHARED_MEM:
             return (f"tactic {tactic}: geometry.shared_mem is {smem.value} bytes, over the {STATIC_SHARED_MEM} a "
                     "launch may use without cuFuncSetAttribute's opt-in, which TensorRT's AOT plugin launch is not "
                     "known to make")
-        arch = self.known_arch()
         if arch is None:
             return None
         if self.source.aot_from_build:

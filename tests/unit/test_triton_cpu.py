@@ -2,6 +2,7 @@
 disk cache keyed by Triton's own hash, the ABI with Triton's hidden parameters, plans, fake/export,
 and the TensorRT plugin through NVIDIA's tensorrt.plugin layer (stand-in)."""
 
+import json
 import os
 import pathlib
 import re
@@ -414,6 +415,54 @@ def test_a_tactic_over_48_kb_is_left_out_of_the_aot_plugin_not_the_whole_plugin(
     decision = kop.aot
     assert decision.aot and decision.tactics == (1,)
     assert "left out of the plugin's tactics: tactic 2 needs" in decision.why
+
+
+BIG_TILE_OPS = """
+import torch
+import triton
+import triton.language as tl
+import trt_kernels as ttk
+
+
+@triton.jit
+def tile_mm(a_ptr, b_ptr, M, N, K, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K))
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N))
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+M, N, K = ttk.DimSize("a", 0), ttk.DimSize("b", 1), ttk.DimSize("a", 1)
+ttk.triton_kernel_op("NS::big_only", tile_mm, inputs=[ttk.InputDecl("a", ndim=2), ttk.InputDecl("b", ndim=2)],
+                     outputs=[ttk.OutputDecl("c", shape=(M, N))], extras=[M, N, K], dtypes=[torch.float16],
+                     grid=lambda meta: (ttk.cdiv(M, meta["BM"]), ttk.cdiv(N, meta["BN"])),
+                     constexprs={"BM": 256, "BN": 128, "BK": 64}, num_warps=8, num_stages=5)
+"""
+
+
+def test_reports_decide_aot_for_the_arch_they_compiled_for(tmp_path, monkeypatch, capsys):
+    # `inspect --arch sm_90` without TRT_KERNELS_ARCH said AOT for a config over 48 KB, as if no build told otherwise
+    from trt_kernels import cli
+    from trt_kernels.status import format_status
+
+    monkeypatch.delenv("TRT_KERNELS_ARCH", raising=False)
+    ns = unique("tri_bigtile").split("::")[0]
+    path = tmp_path / "big_tile_ops.py"
+    path.write_text(BIG_TILE_OPS.replace("NS::", f"{ns}::"))
+    assert cli.main(["inspect", str(path), "--arch", ARCH, "--json"]) == 0
+    op = json.loads(capsys.readouterr().out)["ops"][0]
+    assert op["tensorrt"]["plugin"] == "JIT", op["tensorrt"]
+    assert op["tensorrt"]["why"].startswith("AOT unavailable: tactic 1 needs 65536 bytes")
+    assert op["aot_ptx"]["aot"] is False
+    kop = kop_of(f"{ns}::big_only")
+    assert not kop.aot_at(ARCH).aot and kop.aot_at(None).aot  # (no arch known: assumed to fit)
+    status = format_status()
+    assert f"{ns}::big_only" in status and "AOT unavailable: tactic 1 needs 65536 bytes" in status
 
 
 def test_constexprs_and_num_warps_from_sizes_make_a_variant_per_value():

@@ -44,14 +44,21 @@ def _aot_job(kop, min_arch: str):
     from trt_kernels.sources import archs
 
     row: Dict[str, Any] = {"op": kop.op_name, "arch": min_arch, "role": AOT_ROLE, "aot_ptx": True, "ms": None}
+    jit = dict(result="skipped", detail="its TensorRT plugin has no AOT impl (JIT; trt-kernels inspect says why): no "
+               "PTX is embedded, nothing to compile")
     if not kop.aot.aot:
-        row.update(result="skipped", detail="its TensorRT plugin has no AOT impl (JIT; trt-kernels inspect says "
-                   "why): no PTX is embedded, nothing to compile")
+        row.update(jit)
         return None, row
     try:
         target, _ = kop.aot_target(min_arch_env=min_arch)
+        # (decided again for the floor's builds: what fits TensorRT's launch, a Triton config's shared memory, is
+        # known from a build)
+        aot = kop.aot_at(target).aot if target is not None else True
     except (ArchError, CompileError, KernelABIError) as e:
         row.update(result="failed", detail=str(e))
+        return None, row
+    if not aot:
+        row.update(jit)
         return None, row
     if target is not None:
         return target, None
