@@ -17,7 +17,7 @@ from trt_kernels.errors import SpecError
 from trt_kernels.library import definition
 from trt_kernels.library import schema as torch_schema
 from trt_kernels.op import KernelOp
-from trt_kernels.sources.cuda_params import kernel_param_names
+from trt_kernels.sources.cuda_params import check_pointees, kernel_params
 from trt_kernels.sources.cuda_source import CudaSource
 from trt_kernels.spec import Geometry, InputDecl, KernelSpec, OutputDecl, ScalarInput
 from trt_kernels.validate import parse_op_name, validate_signature
@@ -75,12 +75,16 @@ def cuda_kernel_op(
         raise SpecError(f"{op_name}: spec: expected a trt_kernels.KernelSpec, got {type(spec).__name__}. "
                         "Fix: pass ttk.KernelSpec(...)")
     CudaSource.check(op_name, spec)
+    params = kernel_params(spec.kernel_source, spec.kernel_name)
+    label = f"kernel {spec.kernel_name!r}"
     sig = validate_signature(op_name, inputs=spec.inputs, outputs=spec.outputs, extras=spec.extras,
                              geometries=[spec.geometry], dtypes=spec.dtypes, type_params=spec.type_params,
                              checks=spec.checks, has_meta_fn=meta_fn is not None,
                              has_eager_fn=eager_fn is not None, params=spec.params,
-                             kernel_params=kernel_param_names(spec.kernel_source, spec.kernel_name),
-                             kernel_label=f"kernel {spec.kernel_name!r}")
+                             kernel_params=None if params is None else [name for _, name in params],
+                             kernel_label=label)
+    if params is not None and sig.has_outputs:
+        check_pointees(op_name, sig, params, label)
     return _declare(sig, CudaSource(sig, spec), ov)
 
 

@@ -12,7 +12,7 @@ from kernels import LAYERNORM, SAXPY, layernorm_spec, saxpy_spec, unique
 from trt_kernels import recipe, registry
 from trt_kernels.plan import build_plan, concrete
 from trt_kernels.sources.abi import ptx_params
-from trt_kernels.sources.cuda_params import kernel_param_names
+from trt_kernels.sources.cuda_params import kernel_param_names, kernel_params, pointee
 from trt_kernels.sources.ptx_entry import rearranged
 
 
@@ -31,6 +31,65 @@ def test_the_kernel_parameter_names_are_read_from_its_declaration():
     assert kernel_param_names(tpl, "k<T, 4>") == ["o", "i", "n"]
     assert kernel_param_names("__global__ void k(float*, int n) {}", "k") is None  # unnamed: unknown
     assert kernel_param_names("__device__ void k(float* a) {}", "k") is None  # not a __global__
+
+
+def test_a_parameters_pointee_is_read_where_its_spelling_names_a_dtype():
+    assert kernel_params("__global__ void k(const __half* __restrict__ x, int n, float *y) {}", "k") == [
+        ("const __half* __restrict__", "x"), ("int", "n"), ("float *", "y")]
+    named = {"const float*": "float32", "float * __restrict__": "float32", "const __nv_bfloat16*": "bfloat16",
+             "long long*": "int64", "const int64_t*": "int64", "int*": "int32", "volatile bool*": "bool",
+             "const double*": "float64", "int8_t*": "int8"}
+    for text, dtype in named.items():
+        assert pointee(text) == dtype, text
+    for text in ("float", "float**", "const T*", "const float4*", "const unsigned char*", "char*", "void*",
+                 "unsigned int*", "const float&", "Params*"):
+        assert pointee(text) is None, text
+
+
+def _unary(source, **kw):
+    args = dict(kernel_source=source, kernel_name="k", inputs=[ttk.InputDecl("x")],
+                outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.SizeArg("n", ttk.Numel("x"))],
+                geometry=ttk.Elementwise())
+    args.update(kw)
+    return ttk.KernelSpec(**args)
+
+
+@pytest.mark.parametrize("source, kw, match", [
+    # a float kernel declared for half: it would read two halves as one float
+    ('extern "C" __global__ void k(const float* x, int n, float* y) {}', dict(dtypes=[torch.float16]),
+     r"kernel 'k' parameter 0 \(const float\* x\): points to float \(float32\), but the declaration gives 'x' "
+     r"the dtype float16: the kernel would read its bytes as another type. Fix: declare 'x' with the dtype the "
+     r"kernel reads \(dtypes= / InputDecl\(dtype=\)\), or write the parameter for float16"),
+    # the output's dtype follows the first input, an int32 index, where the kernel writes floats
+    ('extern "C" __global__ void k(const int* idx, const float* data, int n, float* y) {}',
+     dict(inputs=[ttk.InputDecl("idx", dtype=torch.int32), ttk.InputDecl("data")],
+          outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("data"),))], extras=[ttk.SizeArg("n", ttk.Numel("data"))]),
+     r"parameter 3 \(float\* y\): points to float \(float32\), but the declaration gives 'y' the dtype int32 "
+     r"\(an output's dtype follows input 'idx' unless declared\): the kernel would write .* Fix: give the output "
+     r"its dtype \(OutputDecl\('y', ..., dtype=torch.float32\)"),
+    # an output declared int64 that the kernel writes as int
+    ('extern "C" __global__ void k(const float* x, int n, int* y) {}',
+     dict(outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype=torch.int64)]),
+     r"parameter 2 \(int\* y\): points to int \(int32\), but the declaration gives 'y' the dtype int64: .* "
+     r"Fix: give 'y' the dtype the kernel writes \(dtype=torch.int32 on its OutputDecl, or on its ttk.Written"),
+])
+def test_a_pointer_to_another_dtype_than_declared_is_refused(source, kw, match):
+    with pytest.raises(ttk.SpecError, match=match):
+        _declare(_unary(source, **kw))
+
+
+@pytest.mark.parametrize("source, kw", [
+    ('template <typename T> __global__ void k(const T* x, int n, T* y) {}',
+     dict(kernel_name="k<T>", dtypes=[torch.float32, torch.float16])),
+    ('extern "C" __global__ void k(const float4* x, int n, float* y) {}', {}),  # vectorized reads: not a dtype
+    ('extern "C" __global__ void k(const unsigned char* x, int n, float* y) {}', {}),  # the bytes of any dtype
+    ('extern "C" __global__ void k(const float* __restrict__ x, int n, float* __restrict__ y) {}', {}),
+    ('template <typename T> __global__ void k(const T* x, const float* w, int n, T* y) {}',
+     dict(kernel_name="k<T>", dtypes=[torch.float16, torch.bfloat16],
+          inputs=[ttk.InputDecl("x"), ttk.InputDecl("w", dtype=torch.float32)])),
+])
+def test_pointers_that_agree_or_name_no_dtype_are_accepted(source, kw):
+    assert _declare(_unary(source, **kw)) is not None
 
 
 def test_an_outputs_first_kernel_is_declared_as_written():

@@ -59,7 +59,8 @@ def test_the_count_is_a_kernel_parameter_matched_by_name_and_not_returned():
 
 
 def test_the_default_opt_is_half_the_bound_and_an_int64_count_is_a_long_long():
-    _, kop = _declare(keep_spec(count=ttk.Written("num_kept", max=ttk.Numel("x") * 2, dtype=torch.int64)))
+    _, kop = _declare(keep_spec(count=ttk.Written("num_kept", max=ttk.Numel("x") * 2, dtype=torch.int64),
+                                kernel_source=KEEP.replace("int* num_kept", "long long* num_kept")))
     from trt_kernels.expr import SizesEvaluator, evaluate
 
     mx, opt = kop.plan((1,)).outputs[2].bounds

@@ -10,7 +10,7 @@ a macro that makes the parameter list), the names are unknown and the calling co
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
 # words a parameter's last identifier cannot be: then it has no name
@@ -21,8 +21,16 @@ int32_t uint32_t int64_t uint64_t ptrdiff_t intptr_t uintptr_t""".split())
 
 def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
     """The names of the parameters of the ``__global__`` function ``kernel_name`` (``k`` or ``k<T>``) in
-    ``source``, in order; None where they cannot be read. (Plain string search: a declaration reads it
-    once per op, and a pattern per kernel name would be compiled each time.)"""
+    ``source``, in order; None where they cannot be read."""
+    params = kernel_params(source, kernel_name)
+    return None if params is None else [name for _, name in params]
+
+
+def kernel_params(source: str, kernel_name: str) -> Optional[List[Tuple[str, str]]]:
+    """``(type, name)`` of each parameter of the ``__global__`` function ``kernel_name`` (``k`` or ``k<T>``)
+    in ``source``, in order (the type as written, the name and any default or array bound taken off); None
+    where they cannot be read. (Plain string search: a declaration reads it once per op, and a pattern per
+    kernel name would be compiled each time.)"""
     base = kernel_name.split("<", 1)[0].strip()
     if not base.isidentifier():
         return None
@@ -37,7 +45,7 @@ def kernel_param_names(source: str, kernel_name: str) -> Optional[List[str]]:
         head = head[max(head.rfind(";"), head.rfind("}")) + 1:]  # the declaration this name belongs to
         if whole and "__global__" in head:
             inner = _balanced(text, text.index("(", end))
-            names = _names(inner) if inner is not None else None
+            names = _params(inner) if inner is not None else None
             if names is None:
                 return None
             found.append(names)
@@ -64,7 +72,7 @@ def _balanced(text: str, start: int) -> Optional[str]:
     return None
 
 
-def _names(params: str) -> Optional[List[str]]:
+def _params(params: str) -> Optional[List[Tuple[str, str]]]:
     if not params.strip() or params.strip() == "void":
         return []
     out = []
@@ -79,7 +87,7 @@ def _names(params: str) -> Optional[List[str]]:
         name = p[i:]
         if not name.isidentifier() or name in _NOT_NAMES or not p[:i].strip():
             return None  # unnamed (``float*``), or a macro
-        out.append(name)
+        out.append((" ".join(p[:i].split()), name))
     return out
 
 
@@ -120,3 +128,73 @@ def _split(params: str) -> List[str]:
             cur.append(c)
     parts.append("".join(cur))
     return parts
+
+
+# the C spellings of a pointee that say one tensor dtype (by its name in torch); the char types, which kernels also use
+# to read any tensor's bytes, vector types (float4), unsigned ints and template parameters say none: not checked
+_POINTEE = {
+    "float": "float32", "double": "float64", "__half": "float16", "half": "float16",
+    "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int": "int32", "signed int": "int32", "signed": "int32",
+    "int32_t": "int32", "long long": "int64", "long long int": "int64", "signed long long": "int64",
+    "long": "int64", "long int": "int64", "int64_t": "int64", "int8_t": "int8", "uint8_t": "uint8", "bool": "bool",
+}
+_QUALIFIERS = frozenset("const volatile __restrict__ __restrict restrict".split())
+
+
+def pointee(type_text: str) -> Optional[str]:
+    """The tensor dtype's name (``"float16"``) a parameter of type ``type_text`` (``const __half* __restrict__``)
+    points to, where its spelling says one (see ``_POINTEE``); None for anything else (a value, a pointer to a
+    pointer, a char or vector type, a template parameter)."""
+    if type_text.count("*") != 1 or "&" in type_text:
+        return None
+    head, _, tail = type_text.partition("*")
+    if any(w not in _QUALIFIERS for w in tail.split()):
+        return None
+    return _POINTEE.get(" ".join(w for w in head.split() if w not in _QUALIFIERS))
+
+
+def check_pointees(op: str, sig: Any, params: Sequence[Tuple[str, str]], kernel: str) -> None:
+    """:class:`~trt_kernels.errors.SpecError` where a pointer parameter of the kernel (``params``, as
+    :func:`kernel_params` read them) points to a type that is not the dtype the declaration gives its tensor,
+    at any of the declared dtypes (``sig``'s kernel dtypes): the kernel would read that tensor's bytes as
+    another type. Parameters whose spelling says no dtype (:func:`pointee`) are not checked."""
+    import torch
+
+    from trt_kernels import dtypes as _dt
+    from trt_kernels.validate import fail
+
+    wrong: Dict[int, List[torch.dtype]] = {}
+    for kdt in sig.kernel_dtypes:
+        expected = sig.params(kdt)
+        if len(expected) != len(params):
+            return  # (the ABI check names a count that differs)
+        ins = sig.in_dtypes(kdt)
+        outs = sig.out_dtypes(ins)
+        for j, (p, (ctype, _)) in enumerate(zip(expected, params)):
+            name = pointee(ctype) if p.kind == "ptr" else None
+            dt = (ins if p.role == "input" else outs)[p.index] if p.role in ("input", "output") else None
+            if name is not None and dt is not None and getattr(torch, name) != dt and dt not in wrong.get(j, []):
+                wrong.setdefault(j, []).append(dt)
+    if not wrong:
+        return
+    j, dts = next(iter(wrong.items()))
+    p, (ctype, pname) = sig.params(sig.kernel_dtypes[0])[j], params[j]
+    tensor = (sig.tensor_names[p.index] if p.role == "input" else sig.outputs[p.index].name)
+    given = ", ".join(_dt.short(d) for d in dts)
+    if p.role == "output" and sig.outputs[p.index].dtype is None:
+        src = sig.tensor_names[sig.outputs[p.index].dtype_src]
+        whence = f" (an output's dtype follows input {src!r} unless declared)"
+        fix = (f"give the output its dtype (OutputDecl({tensor!r}, ..., dtype=torch.{pointee(ctype)}) or "
+               f"dtype_from= the input it follows), or write the parameter for {given}")
+    elif p.role == "output":
+        whence = ""
+        fix = (f"give {tensor!r} the dtype the kernel writes (dtype=torch.{pointee(ctype)} on its OutputDecl, or on "
+               f"its ttk.Written for a count), or write the parameter for {given}")
+    else:
+        whence = ""
+        fix = (f"declare {tensor!r} with the dtype the kernel reads (dtypes= / InputDecl(dtype=)), or write the "
+               f"parameter for {given} (a template parameter, const T*, serves every dtype)")
+    elem = " ".join(w for w in ctype.partition("*")[0].split() if w not in _QUALIFIERS)
+    raise fail(op, f"{kernel} parameter {j} ({ctype} {pname})",
+               f"points to {elem} ({pointee(ctype)}), but the declaration gives {tensor!r} the dtype {given}{whence}: "
+               f"the kernel would {'write' if p.role == 'output' else 'read'} its bytes as another type", fix)
