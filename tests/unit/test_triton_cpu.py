@@ -247,6 +247,63 @@ def test_grid_reading_an_unknown_constexpr():
               grid=lambda m: (ttk.cdiv(ttk.Numel("x"), m["BLK"]),))
 
 
+SCALE = dict(inputs=[ttk.InputDecl("x"), ttk.ScalarInput("alpha", float)])
+
+
+@pytest.mark.parametrize("kw, match", [
+    # a grid that cannot take meta: Python's TypeError named neither the op nor the grid
+    (dict(grid=lambda: (1,)), r"grid: <lambda>\(\) cannot be called as grid\(meta\), .* Fix: grid=lambda meta:"),
+    (dict(grid=lambda meta, x: (1,)), r"grid: <lambda>\(meta, x\) cannot be called as grid\(meta\)"),
+    (dict(num_warps=lambda: 4), r"num_warps: <lambda>\(\) cannot be called as num_warps\(meta\)"),
+    # a float constexpr the grid divides by: expr's TypeError, now the op's
+    (dict(constexprs={"BLOCK": 256.0}, grid=lambda m: (ttk.cdiv(ttk.Numel("x"), m["BLOCK"]),)),
+     r"grid: constexprs: grid\(meta\) raised TypeError: expected an int .* got 256.0 \(meta: \{'BLOCK': 256.0, "),
+    # a misspelled option, which triton.compile ignores silently
+    (dict(compile_options={"ptx_versoin": 80}), r"compile_options: \['ptx_versoin'\] are no options of "
+     r"triton.compile for NVIDIA GPUs \(Triton .* would ignore them silently\). Fix: write 'ptx_version' for"),
+])
+def test_grid_warps_and_options_mistakes_are_the_ops_errors(kw, match):
+    with pytest.raises(ttk.SpecError, match=match):
+        _decl(tk.scale_shift_kernel, **{**SCALE, **kw})
+
+
+def test_known_compile_options_and_a_meta_grid_are_accepted():
+    name = _decl(tk.scale_shift_kernel, **SCALE, compile_options={"ptx_version": 80, "maxnreg": 64},
+                 grid=lambda meta: (ttk.cdiv(ttk.Numel("x"), meta["BLOCK"]),))
+    assert kop_of(name).image(torch.float32, 1, ARCH).ptx_isa == (8, 0)
+
+
+def test_a_per_call_num_warps_is_checked_when_a_call_computes_it():
+    name = unique("tri_warps")
+    tk.declare_row_softmax(name, arch_override=ARCH, num_warps=lambda meta: 6 if meta["BLOCK_SIZE"] > 1024 else 4)
+    kop = kop_of(name)
+    assert kop.call_variants((torch.empty(3, 100, dtype=torch.float16),))[0].source.configs[0].num_warps == 4
+    with pytest.raises(ttk.SpecError, match=r"num_warps=6: Triton takes a power of two from 1 to 32.* \(the function "
+                                            r"given as num_warps= returned it for \{'BLOCK_SIZE': 2048, "):
+        kop.call_variants((torch.empty(3, 1500, dtype=torch.float16),))
+
+
+def _tuned(*configs):
+    return triton.autotune(configs=list(configs), key=["n"])(tk.scale_shift_kernel)
+
+
+@pytest.mark.parametrize("kernel, kw, match", [
+    (_tuned(triton.Config({"BLOCK": 256}, num_ctas=2)), {},
+     r"@triton.autotune config 0 \(.*\) has num_ctas=2: thread block clusters are not supported"),
+    (_tuned(triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 512}, maxnreg=64)), {},
+     r"config 1 .* has maxnreg=64, which a config here does not carry .* compile_options=\{'maxnreg': 64\}"),
+    # the configs as the author wrote them, not as tactics (there are no tactics=)
+    (_tuned(triton.Config({"BLOCK": 256}), triton.Config({"BLOCK_SIZE": 512})), {},
+     r"grid: @triton.autotune config 1: grid\(meta\) read 'BLOCK' .* Fix: give it in every @triton.autotune config"),
+    # a constexprs= value the configs set too: Triton refuses it ("Conflicting meta-parameters"); it was overridden
+    (_tuned(triton.Config({"BLOCK": 256})), dict(constexprs={"BLOCK": 64}),
+     r"constexprs: \['BLOCK'\] also set by the @triton.autotune configs"),
+])
+def test_autotune_configs_are_taken_as_written_or_refused(kernel, kw, match):
+    with pytest.raises(ttk.SpecError, match=match):
+        _decl(kernel, **{**SCALE, "constexprs": {}, "grid": lambda m: (ttk.cdiv(ttk.Numel("x"), m["BLOCK"]),), **kw})
+
+
 def test_not_a_jit_function_and_bad_warps():
     with pytest.raises(ttk.SpecError, match="expected a @triton.jit function"):
         _decl(lambda x: x)

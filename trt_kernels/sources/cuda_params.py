@@ -163,22 +163,25 @@ def check_pointees(op: str, sig: Any, params: Sequence[Tuple[str, str]], kernel:
     from trt_kernels import dtypes as _dt
     from trt_kernels.validate import fail
 
+    named = [(j, getattr(torch, name)) for j, name in enumerate(pointee(t) for t, _ in params) if name is not None]
+    if not named:
+        return
+    expected = sig.params(sig.kernel_dtypes[0])  # (where each parameter's value comes from: the same at every dtype)
+    if len(expected) != len(params):
+        return  # (the ABI check names a count that differs)
     wrong: Dict[int, List[torch.dtype]] = {}
     for kdt in sig.kernel_dtypes:
-        expected = sig.params(kdt)
-        if len(expected) != len(params):
-            return  # (the ABI check names a count that differs)
         ins = sig.in_dtypes(kdt)
         outs = sig.out_dtypes(ins)
-        for j, (p, (ctype, _)) in enumerate(zip(expected, params)):
-            name = pointee(ctype) if p.kind == "ptr" else None
-            dt = (ins if p.role == "input" else outs)[p.index] if p.role in ("input", "output") else None
-            if name is not None and dt is not None and getattr(torch, name) != dt and dt not in wrong.get(j, []):
+        for j, dtype in named:
+            p = expected[j]
+            dt = ins[p.index] if p.role == "input" else outs[p.index] if p.role == "output" else None
+            if dt is not None and dt != dtype and dt not in wrong.get(j, []):
                 wrong.setdefault(j, []).append(dt)
     if not wrong:
         return
     j, dts = next(iter(wrong.items()))
-    p, (ctype, pname) = sig.params(sig.kernel_dtypes[0])[j], params[j]
+    p, (ctype, pname) = expected[j], params[j]
     tensor = (sig.tensor_names[p.index] if p.role == "input" else sig.outputs[p.index].name)
     given = ", ".join(_dt.short(d) for d in dts)
     if p.role == "output" and sig.outputs[p.index].dtype is None:

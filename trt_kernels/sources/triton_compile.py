@@ -62,6 +62,19 @@ def triton_version() -> Optional[str]:
         return None
 
 
+def option_names() -> Optional[frozenset]:
+    """The options ``triton.compile`` takes for NVIDIA GPUs (its CUDA backend's option fields; it ignores any
+    other name silently); None where this Triton keeps them elsewhere."""
+    try:
+        import dataclasses
+
+        from triton.backends.nvidia.compiler import CUDAOptions
+
+        return frozenset(f.name for f in dataclasses.fields(CUDAOptions))
+    except Exception:  # noqa: BLE001 - another Triton's layout: the names are not checked
+        return None
+
+
 # ---------------- the compiled kernel ----------------
 
 

@@ -331,8 +331,8 @@ class LaunchRule:
                                     f"before the launch (it sees {sorted(args)}; outputs are allocated by the "
                                     "launch). Fix: compute it from the inputs, scalars and sizes") from None
         meta = dict(consts, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-        nw = int(self.num_warps(meta)) if self.num_warps else cfg.num_warps
-        ns = int(self.num_stages(meta)) if self.num_stages else cfg.num_stages
+        nw = _per_call(source.op_name, "num_warps", self.num_warps, meta) if self.num_warps else cfg.num_warps
+        ns = _per_call(source.op_name, "num_stages", self.num_stages, meta) if self.num_stages else cfg.num_stages
         return TritonConfig(consts, nw, ns)
 
     def describe(self) -> str:
@@ -542,6 +542,17 @@ def _autotune_options(op: str, at, fn, sig: Signature) -> AutotuneOptions:
     inputs declared ``mutated=True``, ``top_k`` must be what Triton takes."""
     configs = tuple(at.configs)
     for i, c in enumerate(configs):
+        if getattr(c, "num_ctas", 1) not in (None, 1):
+            raise SpecError(f"{op}: kernel: @triton.autotune config {i} ({_config_label(c)}) has num_ctas="
+                            f"{c.num_ctas}: thread block clusters are not supported (eager and TensorRT launch one "
+                            "block per grid cell). Fix: leave num_ctas at 1")
+        if getattr(c, "maxnreg", None) is not None:
+            raise SpecError(f"{op}: kernel: @triton.autotune config {i} ({_config_label(c)}) has maxnreg={c.maxnreg}, "
+                            "which a config here does not carry (it would be dropped). Fix: leave it out, or give "
+                            f"compile_options={{'maxnreg': {c.maxnreg}}}, which every config is compiled with")
+        if getattr(c, "ir_override", None) is not None:
+            raise SpecError(f"{op}: kernel: @triton.autotune config {i} ({_config_label(c)}) has an ir_override, "
+                            "which a config here does not carry (it would be dropped). Fix: leave it out")
         if getattr(c, "pre_hook", None) is not None:
             raise SpecError(f"{op}: kernel: @triton.autotune config {i} ({_config_label(c)}) has a pre_hook. Triton "
                             "runs it before every launch with that config, and a TensorRT engine launches the kernel "
@@ -651,6 +662,11 @@ def declare(
     if tuned and tactics:
         raise SpecError(f"{op_name}: tactics: given with @triton.autotune, whose configs are the tactics. "
                         "Fix: leave tactics out, or list them in the autotune decorator")
+    both = sorted({n for c in tuned or () for n in c.kwargs} & set(constexprs))
+    if both:
+        raise SpecError(f"{op_name}: constexprs: {both} also set by the @triton.autotune configs, whose values "
+                        "would win (Triton refuses the same: 'Conflicting meta-parameters'). Fix: leave them out of "
+                        "constexprs=")
     configs = [base]
     for i, t in enumerate(tuned or tactics):
         if tuned:
@@ -663,18 +679,31 @@ def declare(
     if tuned:
         configs = configs[1:]  # the autotuner's configs are the tactics, its first the default
 
+    for what, fn_ in (("grid", grid), ("num_warps", warps_fn), ("num_stages", stages_fn)):
+        if callable(fn_):
+            _check_meta_arity(op_name, what, fn_)
+
+    def label(i: int) -> str:
+        """Config ``i`` of ``configs`` as the user wrote it."""
+        return f"@triton.autotune config {i}" if tuned else "constexprs" if i == 0 else f"tactics[{i - 1}]"
+
     def geometry(cfg: TritonConfig, where: str) -> Custom:
         meta = dict(cfg.constexprs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         try:
             g = grid(meta) if callable(grid) else grid
         except KeyError as e:
+            fix = "give it in every @triton.autotune config" if tuned else "give it in constexprs="
             raise SpecError(f"{op_name}: grid: {where}: grid(meta) read {e} which is not a constexpr of the config "
-                            f"(meta has {sorted(meta)}). Fix: give it in constexprs=") from None
+                            f"(meta has {sorted(meta)}). Fix: {fix}") from None
+        except (TypeError, ValueError, ArithmeticError) as e:
+            raise SpecError(f"{op_name}: grid: {where}: grid(meta) raised {type(e).__name__}: {e} (meta: {meta}). "
+                            "Fix: build the grid from ints and size expressions (ttk.cdiv(ttk.Numel('x'), "
+                            "meta['BLOCK'])), with the constexprs it reads ints") from None
         if isinstance(g, (int, Expr)):
             g = (g,)
         return Custom(grid=tuple(g), block=(cfg.num_warps * 32,))
 
-    geos = [geometry(c, "tactic 1" if i == 0 else f"tactics[{i - 1}]") for i, c in enumerate(configs)]
+    geos = [geometry(c, label(i)) for i, c in enumerate(configs)]
     if not outputs and not any(isinstance(d, InputDecl) and d.mutated for d in inputs or ()):
         raise SpecError(f"{op_name}: outputs: missing. Fix: declare outputs=[ttk.OutputDecl(...)], or mark the "
                         "inputs the kernel writes InputDecl(name, mutated=True)")
@@ -685,19 +714,31 @@ def declare(
     cnames = _check_parameters(op_name, fn, sig, named=params is None)
     defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.default is not inspect.Parameter.empty}
     for i, c in enumerate(configs):
-        where = "constexprs" if i == 0 else f"tactics[{i - 1}].constexprs"
+        where = label(i) if tuned or i == 0 else f"{label(i)}.constexprs"
         unknown = sorted(set(c.constexprs) - set(cnames))
         if unknown:
             raise SpecError(f"{op_name}: {where}: {unknown} name no tl.constexpr parameter of {fn.__name__!r} "
                             f"(its constexprs: {cnames}). Fix: remove them or declare them in the kernel")
         missing = [n for n in cnames if n not in c.constexprs and n not in defaults]
         if missing:
+            given = f"constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}"
+            fix = f"add them to that config, or give values every config shares in {given}" if tuned else given
             raise SpecError(f"{op_name}: {where}: no value for the constexpr parameter(s) {missing} of "
-                            f"{fn.__name__!r}. Fix: constexprs={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
+                            f"{fn.__name__!r}. Fix: {fix}")
     for d in _dt.flat(sig.kernel_dtypes):
         if d not in TENSOR_TYPES:
             raise SpecError(f"{op_name}: dtypes: {d} has no Triton type")
     opts = dict(compile_options or {})
+    known = _tc.option_names() if opts else None
+    unknown = sorted(set(opts) - known) if known is not None else []
+    if unknown:
+        import difflib
+
+        close = {n: difflib.get_close_matches(n, sorted(known), n=1) for n in unknown}
+        fix = "; ".join(f"write {c[0]!r} for {n!r}" for n, c in close.items() if c) or \
+            "leave them out (triton.backends.nvidia.compiler.CUDAOptions lists the options)"
+        raise SpecError(f"{op_name}: compile_options: {unknown} are no options of triton.compile for NVIDIA GPUs "
+                        f"(Triton {_tc.triton_version()} would ignore them silently). Fix: {fix}")
     for bad in ("num_warps", "num_stages", "num_ctas"):
         if bad in opts:
             raise SpecError(f"{op_name}: compile_options: {bad!r} is set per config. Fix: use num_warps=/num_stages= "
@@ -721,6 +762,26 @@ def declare(
         rule = LaunchRule(sized, dict(heuristics), warps_fn, stages_fn, tune_key, signature_of,
                           {n: str(v) for n, v in sized_raw.items()}, tuning)
     return sig, TritonSource(sig, fn, configs, cnames, defaults, opts, arch_override, rule, min_arch)
+
+
+_META_FIX = {"grid": "grid=lambda meta: (ttk.cdiv(ttk.Numel('x'), meta['BLOCK']),)",
+             "num_warps": "num_warps=lambda meta: 8 if meta['BLOCK'] >= 2048 else 4",
+             "num_stages": "num_stages=lambda meta: 2 if meta['BLOCK'] >= 256 else 3"}
+
+
+def _check_meta_arity(op: str, what: str, fn) -> None:
+    """A function given as ``grid`` / ``num_warps`` / ``num_stages`` must take the config's ``meta`` dict as its one
+    argument, as Triton calls ``grid(meta)``."""
+    try:
+        params = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # (no signature to read: a builtin; its call says)
+    try:
+        params.bind({})
+    except TypeError:
+        raise SpecError(f"{op}: {what}: {getattr(fn, '__name__', type(fn).__name__)}{params} cannot be called as "
+                        f"{what}(meta), with the config's constexprs, num_warps and num_stages in one dict. Fix: "
+                        f"{_META_FIX[what]}") from None
 
 
 def _unwrap(op: str, kernel):
@@ -809,6 +870,21 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
 
     it = iter([triton_type(p) for p in sig.params(dtype)])
     return {p.name: "constexpr" if p.is_constexpr else next(it) for p in fn.params}
+
+
+def _per_call(op: str, what: str, fn, meta: Dict[str, Any]) -> int:
+    """``fn(meta)``, the ``num_warps`` / ``num_stages`` a declaration computes from a call's constexprs, checked
+    (:class:`SpecError` naming the argument and the values it was given)."""
+    value = fn(meta)
+    if what == "num_warps":
+        try:
+            _check_warps(op, what, value)
+        except SpecError as e:
+            raise SpecError(f"{e} (the function given as num_warps= returned it for {meta})") from None
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{op}: num_stages: the function given as num_stages= returned {value!r} for {meta}: Triton "
+                        "takes an int of at least 1. Fix: return e.g. 3")
+    return value
 
 
 def _check_warps(op: str, where: str, w) -> None:
