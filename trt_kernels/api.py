@@ -339,5 +339,10 @@ def unregister(op_name: str) -> None:
     with registry.name_lock(op_name):
         kop = registry.remove(op_name)
         if kop is None:
-            raise KeyError(f"{op_name!r} was not registered with trt_kernels")
+            from trt_kernels.errors import UnknownOpError
+
+            names = [k.op_name for k in registry.all_ops()]
+            declared = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "") or "none"
+            raise UnknownOpError(f"{op_name!r} was not registered with trt_kernels (or was unregistered already). Fix: "
+                                 f"unregister a name declared in this process (declared now: {declared})")
         definition.unregister(kop)

@@ -40,5 +40,13 @@ class UnregisteredOpError(RuntimeError):
     """The op was unregistered (or is being re-declared) and has no kernel right now."""
 
 
+class UnknownOpError(KeyError):
+    """A name no op declared with trt_kernels has (:func:`trt_kernels.unregister`): a ``KeyError``, as a mapping's
+    missing key, whose message reads as written (not quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class OnnxExportError(ValueError):
     """A model calling trt_kernels ops cannot be exported to ONNX as it is (:mod:`trt_kernels.onnx_export`)."""

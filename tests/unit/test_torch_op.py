@@ -131,6 +131,13 @@ def test_unregister():
         registry.get(name)
     ttk.cuda_kernel_op(name, sigmoid_spec())  # the name is free again
     assert registry.get(name).op_name == name
+    ttk.unregister(name)
+    # a second time (or a name never declared): a KeyError as before, now with the fix and read as written
+    with pytest.raises(KeyError) as raised:
+        ttk.unregister(name)
+    assert isinstance(raised.value, ttk.errors.UnknownOpError)
+    assert str(raised.value).startswith(f"{name!r} was not registered with trt_kernels (or was unregistered already). "
+                                        "Fix: unregister a name declared in this process (declared now: ")
 
 
 def test_override_schema_inferred_from_meta_fn():
