@@ -74,6 +74,40 @@ def scalar_type_name(d: ScalarInput) -> str:
     return base if n is None else f"{base}[{n}]"
 
 
+def scalar_misfit(op: str, d: ScalarInput, value: Any) -> Optional[Exception]:
+    """The :class:`~trt_kernels.errors.InputError` for a value of scalar input ``d`` (a tuple's elements each)
+    that the kernel's C type cannot hold (naming the op, the argument and the fix); None where every value
+    fits or is symbolic (a traced size: checked where it becomes a number)."""
+    import struct
+
+    from trt_kernels.errors import InputError
+
+    st = scalar_c(d)
+    n = scalar_len(d)
+    for k, v in enumerate([value] if n is None else value):
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            continue
+        try:
+            struct.pack("=" + st.code, v)
+        except (struct.error, OverflowError, TypeError):
+            label = repr(d.name) if n is None else f"{d.name!r}[{k}]"
+            return InputError(f"{op}: scalar {label} = {v!r} does not fit {_dt.c_scalar_text(st)}. "
+                              f"Fix: {scalar_fix(st)}")
+    return None
+
+
+def scalar_fix(st) -> str:
+    """The fix for a scalar value outside its C type ``st``."""
+    if st.kind != "int":
+        return "pass a value in range"
+    lo, hi = _dt.INT_RANGES[st.code]
+    fix = f"pass a value in [{lo}, {hi}]"
+    if st.size == 4:
+        fix += (", or, where the kernel's parameter is 64-bit, declare it so: ttk.ScalarInput(name, int, "
+                "ctype='long long')")
+    return fix
+
+
 def scalar_value(op: str, d: ScalarInput, value: Any) -> Any:
     """``value`` as the input's Python type (a tuple of them for a tuple input); :class:`InputError`
     naming the op and the argument for a tuple of the wrong length or a value of the wrong kind."""

@@ -143,6 +143,33 @@ def test_the_fake_impl_is_unaffected():
     assert y.shape == (7, 3) and y.dtype == torch.float32
 
 
+C_INT = 'extern "C" __global__ void k(const float* x, int k, int n, float* y) {}'
+
+
+@pytest.mark.parametrize("spec, scalars, match", [
+    (lambda: offset_spec(), (0, -1), r"scalar 'seed' = -1 does not fit a 64-bit unsigned C int \(unsigned long long\)"
+                                     r"\. Fix: pass a value in \[0, 18446744073709551615\]"),
+    (lambda: ttk.KernelSpec(kernel_source=C_INT, kernel_name="k", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("k", int)],
+                            outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+                            geometry=ttk.Elementwise()),
+     (2**40,), r"scalar 'k' = 1099511627776 does not fit a 32-bit C int\. Fix: pass a value in \[-2147483648, "),
+])
+def test_the_fake_impl_and_export_refuse_what_no_launch_can_pass(spec, scalars, match):
+    # a traced graph kept a value every eager launch and TensorRT build would then refuse
+    name, _ = declare(spec())
+    ns, n = name.split("::")
+    op = getattr(getattr(torch.ops, ns), n)
+    with FakeTensorMode(), pytest.raises(ttk.InputError, match=match):
+        op(torch.empty(7, 3), *scalars)
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return op(x, *scalars)
+
+    with pytest.raises(ttk.InputError, match=match):
+        torch.export.export(M(), (torch.empty(7, 3, device="meta"),))
+
+
 # ---------------- the ABI check and parameter names ----------------
 
 

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
-from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SIZE_TYPES, c_scalar_text
+from trt_kernels.dtypes import INT_NAMES, INT_RANGES, SIZE_TYPES
 from trt_kernels.eager.driver import RETRY_CONTEXT_ERRORS, PrimaryContext, driver, error_text
 from trt_kernels.errors import InputError, LaunchError
 from trt_kernels.expr import BinOp, Const, Dim, Expr, NumelOf, ScalarOf
 from trt_kernels.limits import GRID_LIMITS, INT64_MAX
-from trt_kernels.signature import scalar_c, scalar_len, scalar_value
+from trt_kernels.signature import scalar_c, scalar_len, scalar_misfit, scalar_value
 
 if TYPE_CHECKING:  # trt_kernels.plan is imported at the first launch, not at declaration
     from trt_kernels.recipe import LaunchRecipe
@@ -87,27 +87,10 @@ def scalar_error(kop, args, exc) -> InputError:
                 scalar_value(kop.op_name, d, val)  # the length and the element types
             except InputError as e:
                 return e
-        st = scalar_c(d)
-        for k, v in enumerate([val] if n is None else val):
-            try:
-                struct.pack("=" + st.code, v)
-            except (struct.error, OverflowError, TypeError):
-                label = repr(d.name) if n is None else f"{d.name!r}[{k}]"
-                return InputError(f"{kop.op_name}: scalar {label} = {v!r} does not fit {c_scalar_text(st)}. "
-                                  f"Fix: {scalar_fix(st)}")
+        misfit = scalar_misfit(kop.op_name, d, val)
+        if misfit is not None:
+            return misfit
     return InputError(f"{kop.op_name}: could not pack the kernel arguments: {exc}")
-
-
-def scalar_fix(st) -> str:
-    """The fix for a scalar value outside its C type ``st``."""
-    if st.kind != "int":
-        return "pass a value in range"
-    lo, hi = INT_RANGES[st.code]
-    fix = f"pass a value in [{lo}, {hi}]"
-    if st.size == 4:
-        fix += (", or, where the kernel's parameter is 64-bit, declare it so: ttk.ScalarInput(name, int, "
-                "ctype='long long')")
-    return fix
 
 
 def scratch_buffers(scratch, blocks: int, device) -> List[Tuple[Any, int]]:

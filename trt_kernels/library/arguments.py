@@ -12,7 +12,7 @@ from trt_kernels import dtypes as _dt
 from trt_kernels.errors import InputError
 from trt_kernels.expr import ShapeEvaluator, evaluate
 from trt_kernels.op import KernelOp
-from trt_kernels.signature import scalar_len, scalar_value
+from trt_kernels.signature import scalar_len, scalar_misfit, scalar_value
 
 
 def check_tensor_args(kop: KernelOp, ts: Sequence[Any]):
@@ -51,12 +51,17 @@ def check_tensor_args(kop: KernelOp, ts: Sequence[Any]):
 
 def check_scalar_args(kop: KernelOp, args: Sequence[Any]) -> List[Any]:
     """The scalar arguments of a call (in schema order), each tuple input checked for its length and
-    element types (:class:`InputError` naming the op, the argument and the fix); torch's own parsing
-    of an ``int[4]`` argument checks neither."""
+    element types, and every value that is a number for the kernel's C type (:class:`InputError` naming the
+    op, the argument and the fix, as an eager launch raises it): torch's own parsing of an ``int[4]``
+    argument checks none of that, and a traced graph would keep a value no launch can pass."""
     out = []
     for d, a, kind in zip(kop.sig.inputs, args, kop.sig.arg_kinds):
         if kind == "scalar":
-            out.append(a if scalar_len(d) is None else scalar_value(kop.op_name, d, a))
+            value = a if scalar_len(d) is None else scalar_value(kop.op_name, d, a)
+            misfit = scalar_misfit(kop.op_name, d, value)
+            if misfit is not None:
+                raise misfit
+            out.append(value)
     return out
 
 
