@@ -53,12 +53,22 @@ def test_feature_hint_names_the_features_arch():
     assert archs.feature_hint("error: identifier \"foo\" is undefined", "sm_80") is None
 
 
-@pytest.mark.parametrize("value,why", [("ampere", "is not a GPU arch"), (70, "below sm_75"), ("sm_7x", "not a GPU")])
+@pytest.mark.parametrize("value,why", [
+    ("ampere", "is not a GPU arch"), (70, "below sm_75"), ("sm_7x", "not a GPU"),
+    # between two GPUs' archs (NVRTC refused it only when the AOT PTX was compiled, naming no min_arch)
+    ("sm_85", r"sm_85 is no GPU's compute capability \(the nearest: sm_80 and sm_86\).* Fix: use the arch of the "
+              r"oldest GPU the op must run on, e.g. min_arch='sm_80'"),
+])
 def test_a_bad_min_arch_is_refused_naming_the_field(value, why):
     name = unique("ttk_minarch")
     with pytest.raises(ttk.SpecError, match=f"{name}: min_arch: .*{why}"):
         ttk.cuda_kernel_op(name, sigmoid_spec(min_arch=value))
     assert registry.lookup(name) is None
+
+
+@pytest.mark.parametrize("value", ["sm_75", "sm_87", "sm_90a", "sm_100f", "sm_121", "sm_130"])
+def test_every_gpus_arch_and_any_newer_one_is_a_floor(value):
+    assert archs.floor_problem(archs.normalize_arch(value)) is None
 
 
 def test_the_rule_without_a_floor_is_the_compile_arch_or_the_declared_minimum():

@@ -176,7 +176,7 @@ def parse_min_arch(value: Optional[str], check_env: bool = True) -> Optional[str
         arch = archs.normalize_arch(value)
     except (ValueError, TypeError) as e:
         raise TargetError(arch_problem("--min-arch", value, str(e), floor)) from None
-    problem = archs.lowest_problem(arch)
+    problem = archs.floor_problem(arch)
     if problem:
         raise TargetError(arch_problem("--min-arch", value, problem, floor))
     return arch

@@ -123,30 +123,44 @@ def ptx_target(ptx) -> Optional[str]:
     return word[0].split(b",")[0].decode("ascii", "replace")
 
 
-def lowest_problem(arch: str) -> Optional[str]:
-    """Why ``arch`` (normalized) cannot be a floor: below sm_75, the lowest arch NVRTC 13 compiles for."""
-    return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for" if below(arch, "sm_75") else None
+#: the compute capabilities GPUs have, from sm_75 on (NVRTC 13.5's list, and sm_101, which CUDA 13 renamed sm_110):
+#: a floor between two of them names no GPU; one above the last may be a GPU newer than this list
+KNOWN_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110, 120, 121)
+
+
+def floor_problem(arch: str) -> Optional[str]:
+    """Why ``arch`` (normalized) cannot be a floor: below sm_75, the lowest arch NVRTC 13 compiles for, or a compute
+    capability no GPU has (sm_85) below the newest one known."""
+    num = arch_key(arch)[0]
+    if num < 75:
+        return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for"
+    if num < KNOWN_ARCHS[-1] and num not in KNOWN_ARCHS:
+        lower, higher = max(a for a in KNOWN_ARCHS if a < num), min(a for a in KNOWN_ARCHS if a > num)
+        return (f"{arch} is no GPU's compute capability (the nearest: sm_{lower} and sm_{higher}); a floor is the arch "
+                "of the oldest GPU the code must run on")
+    return None
 
 
 def check_min_arch(op: str, value) -> str:
     """A declaration's ``min_arch``, normalized; :class:`~trt_kernels.errors.SpecError` naming the field where it
-    is no arch, or one NVRTC and TensorRT cannot target (below sm_75)."""
+    is no arch, one NVRTC and TensorRT cannot target (below sm_75), or no GPU's (:func:`floor_problem`)."""
     from trt_kernels.validate import fail
 
     try:
         arch = normalize_arch(value)
     except (ValueError, TypeError):
         raise fail(op, "min_arch", f"{value!r} is not a GPU arch", "write it like 'sm_80', 'sm_90a' or 80") from None
-    problem = lowest_problem(arch)
+    problem = floor_problem(arch)
     if problem:
-        raise fail(op, "min_arch", problem, "use min_arch='sm_75' or higher ('sm_80' for TensorRT's "
-                                            "hardware-compatible engines)")
+        raise fail(op, "min_arch", problem, "use min_arch='sm_75' or higher ('sm_80' for TensorRT's hardware-compatible "
+                   "engines)" if below(arch, "sm_75") else "use the arch of the oldest GPU the op must run on, e.g. "
+                   "min_arch='sm_80' (A100) or 'sm_86' (A10, RTX 30)")
     return arch
 
 
 def env_min_arch() -> Optional[str]:
-    """:data:`MIN_ARCH_ENV`, normalized, or None where it is unset (ValueError naming it where it is no arch, or
-    below sm_75)."""
+    """:data:`MIN_ARCH_ENV`, normalized, or None where it is unset (ValueError naming it where it is no arch, below
+    sm_75, or no GPU's)."""
     value = os.environ.get(MIN_ARCH_ENV)
     if not value:
         return None
@@ -154,7 +168,7 @@ def env_min_arch() -> Optional[str]:
         arch = normalize_arch(value)
     except ValueError as e:
         raise ValueError(f"{MIN_ARCH_ENV}={value}: {e}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it") from None
-    problem = lowest_problem(arch)
+    problem = floor_problem(arch)
     if problem:
         raise ValueError(f"{MIN_ARCH_ENV}={value}: {problem}. Fix: {MIN_ARCH_ENV}=sm_80, or unset it")
     return arch
