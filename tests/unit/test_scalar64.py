@@ -149,7 +149,8 @@ C_INT = 'extern "C" __global__ void k(const float* x, int k, int n, float* y) {}
 @pytest.mark.parametrize("spec, scalars, match", [
     (lambda: offset_spec(), (0, -1), r"scalar 'seed' = -1 does not fit a 64-bit unsigned C int \(unsigned long long\)"
                                      r"\. Fix: pass a value in \[0, 18446744073709551615\]"),
-    (lambda: ttk.KernelSpec(kernel_source=C_INT, kernel_name="k", inputs=[ttk.InputDecl("x"), ttk.ScalarInput("k", int)],
+    (lambda: ttk.KernelSpec(kernel_source=C_INT, kernel_name="k",
+                            inputs=[ttk.InputDecl("x"), ttk.ScalarInput("k", int)],
                             outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
                             geometry=ttk.Elementwise()),
      (2**40,), r"scalar 'k' = 1099511627776 does not fit a 32-bit C int\. Fix: pass a value in \[-2147483648, "),

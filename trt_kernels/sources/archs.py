@@ -152,9 +152,11 @@ def check_min_arch(op: str, value) -> str:
         raise fail(op, "min_arch", f"{value!r} is not a GPU arch", "write it like 'sm_80', 'sm_90a' or 80") from None
     problem = floor_problem(arch)
     if problem:
-        raise fail(op, "min_arch", problem, "use min_arch='sm_75' or higher ('sm_80' for TensorRT's hardware-compatible "
-                   "engines)" if below(arch, "sm_75") else "use the arch of the oldest GPU the op must run on, e.g. "
-                   "min_arch='sm_80' (A100) or 'sm_86' (A10, RTX 30)")
+        fix = ("use min_arch='sm_75' or higher ('sm_80' for TensorRT's hardware-compatible engines)"
+               if below(arch, "sm_75") else
+               "use the arch of the oldest GPU the op must run on, e.g. min_arch='sm_80' (A100) or "
+               "'sm_86' (A10, RTX 30)")
+        raise fail(op, "min_arch", problem, fix)
     return arch
 
 
