@@ -63,7 +63,7 @@ def cuda_kernel_op(
     (``ctx.saved_tensors``) and the scalars (``ctx.scalars``, a dict). Registered with
     ``torch.library.register_autograd``. An op without ``backward`` keeps the fast path
     and raises when called in grad mode with an input that requires grad (its gradient
-    would otherwise be silently missing).
+    would otherwise be silently missing); under ``torch.compile`` torch only warns, at the backward.
 
     Returns the op (``torch.ops.<ns>.<name>``).
     """
