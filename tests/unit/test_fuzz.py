@@ -34,6 +34,8 @@ SOURCES = {
     "bad": 'extern "C" __global__ void bad(const float* x, int n, float* y) { int = ; }',
     "k6": 'template <typename T, typename W> __global__ void k6(const T* x, const W* w, int n, T* y) {}',
     "k7": 'extern "C" __global__ void k7(const float* x, int n, float* y, int* count) {}',
+    # pointers naming other dtypes than the declarations' (half in, int64 out): refused before compiling
+    "k1h": 'extern "C" __global__ void k1(const __half* x, int n, long long* y) {}',
 }
 NAMES = st.sampled_from(["x", "w", "a", "n", "y", "self", "class", "1x", "", None, 3])
 SMALL_INT = st.sampled_from([-2, -1, 0, 1, 2, 3, 7, 2**31, -(2**31) - 1, 2**40, 1.5, True, "2", None])

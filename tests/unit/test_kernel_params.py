@@ -57,20 +57,22 @@ def _unary(source, **kw):
 @pytest.mark.parametrize("source, kw, match", [
     # a float kernel declared for half: it would read two halves as one float
     ('extern "C" __global__ void k(const float* x, int n, float* y) {}', dict(dtypes=[torch.float16]),
-     r"kernel 'k' parameter 0 \(const float\* x\): points to float \(float32\), but the declaration gives 'x' "
-     r"the dtype float16: the kernel would read its bytes as another type. Fix: declare 'x' with the dtype the "
-     r"kernel reads \(dtypes= / InputDecl\(dtype=\)\), or write the parameter for float16"),
+     r"inputs\[0\] 'x': kernel 'k' parameter 0 \(const float\* x\) points to float \(float32\), but the declaration "
+     r"gives 'x' the dtype float16: the kernel would read its bytes as another type. Fix: declare 'x' with the "
+     r"dtype the kernel reads \(dtypes= / InputDecl\(dtype=\)\), or write the parameter for float16"),
     # the output's dtype follows the first input, an int32 index, where the kernel writes floats
     ('extern "C" __global__ void k(const int* idx, const float* data, int n, float* y) {}',
      dict(inputs=[ttk.InputDecl("idx", dtype=torch.int32), ttk.InputDecl("data")],
           outputs=[ttk.OutputDecl("y", shape=(ttk.Numel("data"),))], extras=[ttk.SizeArg("n", ttk.Numel("data"))]),
-     r"parameter 3 \(float\* y\): points to float \(float32\), but the declaration gives 'y' the dtype int32 "
+     r"outputs 'y': kernel 'k' parameter 3 \(float\* y\) points to float \(float32\), but the declaration gives "
+     r"'y' the dtype int32 "
      r"\(an output's dtype follows input 'idx' unless declared\): the kernel would write .* Fix: give the output "
      r"its dtype \(OutputDecl\('y', ..., dtype=torch.float32\)"),
     # an output declared int64 that the kernel writes as int
     ('extern "C" __global__ void k(const float* x, int n, int* y) {}',
      dict(outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"), dtype=torch.int64)]),
-     r"parameter 2 \(int\* y\): points to int \(int32\), but the declaration gives 'y' the dtype int64: .* "
+     r"outputs 'y': kernel 'k' parameter 2 \(int\* y\) points to int \(int32\), but the declaration gives 'y' "
+     r"the dtype int64: .* "
      r"Fix: give 'y' the dtype the kernel writes \(dtype=torch.int32 on its OutputDecl, or on its ttk.Written"),
 ])
 def test_a_pointer_to_another_dtype_than_declared_is_refused(source, kw, match):

@@ -1,4 +1,5 @@
-"""The parameter names of a ``__global__`` function, read from its CUDA C++ source.
+"""The parameters of a ``__global__`` function, read from its CUDA C++ source: their names, and the dtype a
+pointer's type names (checked against the declaration before anything compiles, :func:`check_pointees`).
 
 Declarations are matched to a kernel's parameters by name (:func:`trt_kernels.validate.validate_signature`),
 so the kernel is declared in its own parameter order. This reads only the kernel's declaration: comments
@@ -198,6 +199,8 @@ def check_pointees(op: str, sig: Any, params: Sequence[Tuple[str, str]], kernel:
         fix = (f"declare {tensor!r} with the dtype the kernel reads (dtypes= / InputDecl(dtype=)), or write the "
                f"parameter for {given} (a template parameter, const T*, serves every dtype)")
     elem = " ".join(w for w in ctype.partition("*")[0].split() if w not in _QUALIFIERS)
-    raise fail(op, f"{kernel} parameter {j} ({ctype} {pname})",
-               f"points to {elem} ({pointee(ctype)}), but the declaration gives {tensor!r} the dtype {given}{whence}: "
-               f"the kernel would {'write' if p.role == 'output' else 'read'} its bytes as another type", fix)
+    field = f"inputs[{[d.name for d in sig.inputs].index(tensor)}] {tensor!r}" if p.role == "input" else \
+        f"outputs {tensor!r}"
+    raise fail(op, field, f"{kernel} parameter {j} ({ctype} {pname}) points to {elem} ({pointee(ctype)}), but the "
+               f"declaration gives {tensor!r} the dtype {given}{whence}: the kernel would "
+               f"{'write' if p.role == 'output' else 'read'} its bytes as another type", fix)
