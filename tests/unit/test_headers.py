@@ -11,6 +11,7 @@ import re
 import struct
 
 import pytest
+import torch
 
 import trt_kernels as ttk
 from kernels import row_sum_spec, sigmoid_spec, unique
@@ -314,6 +315,65 @@ def test_cub_cub_cuh_and_std_headers_point_at_their_device_parts(calls):
 
 
 # ---------------- (g) the cache key follows the headers a compile sees ----------------
+
+SCALED = ('#include "scale.cuh"\nextern "C" __global__ void k(const float* x, int n, float* y) '
+          '{ int i = threadIdx.x; if (i < n) y[i] = x[i] * SCALE; }')
+
+
+def _scaled_ptx(tmp_path, include_paths=None):
+    """The PTX of a kernel that includes a header of yours, declared as a fresh process would (memo emptied)."""
+    comp.forget()
+    name = unique("ttk_ownhdr")
+    ttk.cuda_kernel_op(name, ttk.KernelSpec(SCALED, "k", inputs=[ttk.InputDecl("x")], extras=[ttk.Numel("x")],
+                                            outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                                            geometry=ttk.Elementwise(), include_paths=include_paths))
+    b = registry.get(name).binary("sm_90")
+    return b.from_cache, [ln.split()[0] for ln in b.kernel(torch.float32, 1).ptx.decode().splitlines()
+                          if ln.strip().startswith(("mul.f32", "add.f32"))]
+
+
+def test_an_edited_header_of_yours_compiles_anew(tmp_path, monkeypatch):
+    # the key named the include directories but read no header: an edited one gave the old kernel from the cache
+    monkeypatch.setenv("TRT_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "scale.cuh").write_text("#define SCALE 2.0f\n")  # found in the current directory (a quoted include)
+    assert _scaled_ptx(tmp_path) == (False, ["add.f32"])  # x * 2 is x + x
+    assert _scaled_ptx(tmp_path) == (True, ["add.f32"])
+    (work / "scale.cuh").write_text("#define SCALE 5.0f\n")
+    assert _scaled_ptx(tmp_path) == (False, ["mul.f32"])
+    # through include_paths (relative, from the current directory), and a header that header includes
+    inc = work / "inc"
+    inc.mkdir()
+    (work / "scale.cuh").unlink()
+    (inc / "scale.cuh").write_text('#include "factor.cuh"\n#define SCALE FACTOR\n')
+    (inc / "factor.cuh").write_text("#define FACTOR 2.0f\n")
+    assert _scaled_ptx(tmp_path, ["inc"]) == (False, ["add.f32"])
+    (inc / "factor.cuh").write_text("#define FACTOR 3.0f\n")
+    assert _scaled_ptx(tmp_path, ["inc"]) == (False, ["mul.f32"])
+    # the same headers elsewhere (another checkout, the CLI run from another directory): the same entry
+    other = tmp_path / "other"
+    (other / "inc").mkdir(parents=True)
+    for f in ("scale.cuh", "factor.cuh"):
+        (other / "inc" / f).write_text((inc / f).read_text())
+    monkeypatch.chdir(other)
+    assert _scaled_ptx(tmp_path, ["inc"]) == (True, ["mul.f32"])
+
+
+def test_own_headers_reads_only_what_is_yours(tmp_path, monkeypatch):
+    from trt_kernels.sources import toolchain
+
+    monkeypatch.chdir(tmp_path)
+    assert toolchain.own_headers('extern "C" __global__ void k() {}', None) == ""
+    # a header found nowhere of yours (CUDA's, a built-in one) is not read; one found is, by name and contents
+    (tmp_path / "mine.h").write_text("// mine\n")
+    src = '#include <cuda_fp16.h>\n  #  include "mine.h"\n// #include "mine.h"\n#include "missing.h"\n'
+    digest = toolchain.own_headers(src, None)
+    assert digest.startswith("mine.h=") and ";" not in digest
+    assert toolchain.own_headers("#include <mine.h>\n", None) == ""  # <...>: the include paths only
+    assert toolchain.own_headers("#include <mine.h>\n", [str(tmp_path)]) == digest
+
 
 def test_the_cache_key_follows_the_include_path_and_the_builtin_headers(tmp_path, monkeypatch):
     from trt_kernels.sources import std_headers, toolchain

@@ -207,6 +207,7 @@ def program_key(source: str, names: Sequence[str], options: Sequence[str], std: 
     payload = json.dumps(
         {"format": _FORMAT, "source": source, "names": list(names), "options": list(options), "std": std,
          "headers": toolchain.headers_identity(include_paths), "builtin_headers": BUILTIN_HEADERS,
+         "own_headers": toolchain.own_headers(source, include_paths),
          "toolchain": toolchain_id},
         sort_keys=True,
     ).encode()

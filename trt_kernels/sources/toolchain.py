@@ -23,7 +23,10 @@ from the pip ``nvidia-cuda-runtime`` wheel through ``cuda.pathfinder``), CCCL (`
 ``nv/target``, ``cub/...``, which ``<cooperative_groups.h>`` needs) and the CUDA toolkit's
 ``include`` directory. The cache key covers them through :func:`headers_identity` (the given paths,
 the ``nvidia-cuda-runtime`` and ``nvidia-cuda-cccl`` versions, ``CUDA_HOME`` / ``CUDA_PATH`` and
-where ``/usr/local/cuda`` points), which looks nothing up and reads no header.
+where ``/usr/local/cuda`` points), which looks nothing up and reads no header. The headers that are
+yours, which you edit (those a kernel includes from the current directory, from its headers' own
+directories or from its ``include_paths``), are read, and their contents are part of the key
+(:func:`own_headers`): an edited header compiles anew.
 """
 
 from __future__ import annotations
@@ -237,6 +240,66 @@ def headers_identity(extra: Optional[Sequence[str]]) -> str:
     given = os.pathsep.join(extra) if extra else ""
     return f"given:{given};" + _default_headers_identity(os.environ.get("CUDA_HOME", ""),
                                                           os.environ.get("CUDA_PATH", ""))
+
+
+#: the most headers of yours :func:`own_headers` follows from one source (a bound on a declaration's cost)
+OWN_HEADERS_MAX = 256
+
+
+def own_headers(source: str, extra: Optional[Sequence[str]]) -> str:
+    """A digest of the headers of yours ``source`` includes, directly or through each other: those NVRTC finds in
+    the current directory (a quoted ``#include`` of the source itself), in the including header's directory (its
+    quoted ones) or in ``extra`` (``KernelSpec.include_paths``, relative ones from the current directory), by
+    their names as included and their contents; ``""`` where there is none. A header found in none of those
+    comes from the CUDA directories or the package's built-in headers, which :func:`headers_identity` covers. An
+    ``#include`` inside a block comment or an inactive ``#if`` is followed too (the key may then change for
+    nothing, never stay the same for a change); one whose name a macro gives is not."""
+    if "include" not in source:
+        return ""
+    import hashlib
+
+    dirs = [os.path.abspath(d) for d in extra or ()]
+    found: Dict[str, str] = {}  # real path -> "name as included=content digest"
+    todo = [(source, os.getcwd())]
+    while todo and len(found) < OWN_HEADERS_MAX:
+        text, here = todo.pop()
+        for quote, name in _includes(text):
+            for d in ([here] if quote == '"' else []) + dirs:
+                path = os.path.join(d, name)
+                if not os.path.isfile(path):
+                    continue
+                real = os.path.realpath(path)
+                if real not in found:
+                    try:
+                        with open(real, "rb") as f:
+                            data = f.read(1 << 24)
+                    except OSError:
+                        break  # (unreadable: NVRTC's compile says so)
+                    found[real] = f"{name}={hashlib.sha256(data).hexdigest()}"
+                    todo.append((data.decode("utf-8", "replace"), os.path.dirname(real)))
+                break
+    # (by name and contents, not where they are: a cache filled from one directory serves a copy elsewhere)
+    return ";".join(sorted(found.values()))
+
+
+def _includes(text: str) -> List[Tuple[str, str]]:
+    """``(quote, name)`` of each ``#include "name"`` / ``#include <name>`` line in ``text``."""
+    out = []
+    if "include" not in text:
+        return out
+    for line in text.splitlines():
+        s = line.lstrip()
+        if not s.startswith("#"):
+            continue
+        s = s[1:].lstrip()
+        if not s.startswith("include"):
+            continue
+        s = s[len("include"):].lstrip()
+        close = {'"': '"', "<": ">"}.get(s[:1])
+        end = s.find(close, 1) if close else -1
+        if end > 1:
+            out.append((s[0], s[1:end]))
+    return out
 
 
 @functools.lru_cache(maxsize=None)
