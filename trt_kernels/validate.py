@@ -632,6 +632,11 @@ def _checks(op: str, checks, tnames, tensors) -> Tuple[CheckSig, ...]:
                                     "write (name, axis), e.g. ('x', -1), "
                                     "or a size expression like ttk.Numel('w')") from None
                     texts.append(str(e))
+                    if any(isinstance(leaf, Scalar) for leaf in leaves(e)):
+                        raise fail(op, w, f"{e} reads a scalar input; a check relates the tensor inputs' sizes "
+                                   "(every place that checks them, TensorRT's build included, knows those)",
+                                   "compare sizes only ((input, axis) pairs, ttk.Numel / ttk.DimSize arithmetic), "
+                                   "and check a scalar against a size in the kernel")
                 _check_expr(op, w, e, tnames, tensors)
                 exprs.append(_resolve(e, tnames))
             out.append(CheckSig(label=repr(c), kind="dims", exprs=tuple(exprs), texts=tuple(texts)))

@@ -52,6 +52,11 @@ def test_check_declaration_errors():
            add_spec(checks=[ttk.SameDim(("a", 0), "b")]))
     expect(r"checks\[0\].operands\[1\]: 'z' names no tensor input",
            add_spec(checks=[ttk.SameDim(("a", 0), ttk.Numel("z"))]))
+    # a scalar operand: said as such (it said "names no scalar input (scalar inputs: [])" of a declared one)
+    expect(r"checks\[0\].operands\[0\]: Scalar\('k'\) reads a scalar input; a check relates the tensor inputs' "
+           r"sizes .* Fix: compare sizes only",
+           add_spec(inputs=[ttk.InputDecl("a"), ttk.InputDecl("b"), ttk.ScalarInput("k", int)],
+                    checks=[ttk.SameDim(ttk.Scalar("k"), ("b", 0))]))
     expect(r"checks\[1\]: 'a' is not a check", add_spec(checks=[ttk.SameShape("a", "b"), "a"]))
     expect(r"checks: expected a list or tuple", add_spec(checks=ttk.SameShape("a", "b")))
 
