@@ -80,6 +80,32 @@ def test_ptx_op_checks_its_entry():
                    geometry=ttk.Elementwise(block=(256,)))
 
 
+@pytest.mark.parametrize("change, kernel_name, match", [
+    # a name the PTX lacks: the entries it has (the fix said to mark a C++ function __global__)
+    (lambda p: p, "my_sigmoidd", r"kernel_name 'my_sigmoidd': the PTX has no .entry of that name \(its entries: "
+                                 r"my_sigmoid\)\. Fix: pass the symbol"),
+    # what ptxas and the driver refuse was accepted: a non-ASCII comment, a NUL inside (the driver stops there)
+    (lambda p: b"// caf\xc3\xa9\n" + p, "my_sigmoid", r"ptx: line 1 has byte 0xc3, not ASCII: PTX is ASCII text"),
+    (lambda p: p.replace(b".address_size 64", b".address_size 64\x00junk"), "my_sigmoid",
+     r"ptx: line \d+ has a NUL byte, where the driver stops reading"),
+    (lambda p: memoryview(p), "my_sigmoid", r"ptx: expected the PTX as str or bytes, got memoryview"),
+])
+def test_ptx_op_refuses_ptx_it_cannot_launch(change, kernel_name, match):
+    prog = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
+    with pytest.raises(ttk.SpecError, match=match):
+        ttk.ptx_op(unique(), change(prog.ptx), kernel_name, inputs=[ttk.InputDecl("x")],
+                   outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+                   geometry=ttk.Elementwise(block=(256,)))
+
+
+def test_ptx_op_refuses_a_non_ascii_str_too():
+    prog = compile_program(SIGMOID, ["my_sigmoid"], arch="sm_90")
+    with pytest.raises(ttk.SpecError, match=r"ptx: line 1 has byte 0xc3, not ASCII"):
+        ttk.ptx_op(unique(), "// café\n" + prog.ptx.decode(), "my_sigmoid", inputs=[ttk.InputDecl("x")],
+                   outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))], extras=[ttk.Numel("x")],
+                   geometry=ttk.Elementwise(block=(256,)))
+
+
 def _fresh_cache(tmp_path, monkeypatch):
     from trt_kernels.sources import nvrtc as comp
 

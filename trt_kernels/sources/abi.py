@@ -64,6 +64,13 @@ def param_ok(found: Sequence[Tuple[str, int]], params: Sequence[Param]) -> List[
             for i in range(max(len(found), len(params)))]
 
 
+def entry_names(ptx: bytes) -> List[str]:
+    """The symbols of the ``.entry`` directives in ``ptx``, in order."""
+    import re
+
+    return [m.decode() for m in re.findall(rb"\.entry\s+([A-Za-z_$%][\w$]*)", ptx)]
+
+
 def check_abi(op_name: str, kernel_name: str, symbol: str, ptx: bytes, params: Sequence[Param], *,
               hidden: str = "", found: Optional[Sequence[Tuple[str, int]]] = None) -> int:
     """Raise :class:`KernelABIError` if the PTX entry's parameters differ from ``params``; returns how many

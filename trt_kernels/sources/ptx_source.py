@@ -36,8 +36,19 @@ class PtxSource(KernelSource):
             except UnicodeEncodeError:
                 raise SpecError(f"{op}: ptx: not ASCII/UTF-8 text. "
                                 "Fix: pass the PTX as written by the compiler") from None
-        if not isinstance(ptx, (bytes, bytearray)) or b".entry" not in ptx:
+        if not isinstance(ptx, (bytes, bytearray)):
+            raise SpecError(f"{op}: ptx: expected the PTX as str or bytes, got {type(ptx).__name__}. Fix: pass "
+                            "bytes(...) or the text")
+        if b".entry" not in ptx:
             raise SpecError(f"{op}: ptx: not PTX text (no .entry found). Fix: pass the PTX as str or bytes")
+        text = bytes(ptx).rstrip(b"\x00")
+        if not text.isascii() or b"\x00" in text:
+            bad = next(i for i, c in enumerate(text) if c > 0x7F or c == 0)
+            what = "a NUL byte, where the driver stops reading" if text[bad] == 0 else f"byte {text[bad]:#x}, not ASCII"
+            line = text.count(b"\n", 0, bad) + 1
+            raise SpecError(f"{op}: ptx: line {line} has {what}: PTX is ASCII text, which ptxas and the driver refuse "
+                            "otherwise. Fix: pass the PTX as the compiler wrote it (a comment added by hand may carry "
+                            "it)")
         return bytes(ptx)
 
     def __init__(self, sig: Signature, ptx, symbol: str):
@@ -48,6 +59,10 @@ class PtxSource(KernelSource):
         if "<" in symbol:
             raise SpecError(f"{op}: kernel_name {symbol!r}: ptx_op takes the PTX symbol, not a C++ name expression. "
                             "Fix: pass the mangled name from the PTX's .entry line")
+        entries = _abi.entry_names(ptx)
+        if symbol not in entries:
+            raise SpecError(f"{op}: kernel_name {symbol!r}: the PTX has no .entry of that name (its entries: "
+                            f"{', '.join(entries) or 'none'}). Fix: pass the symbol of the .entry to launch")
         self.sig = sig
         self.ptx = bytes(ptx).rstrip(b"\x00")
         self.kernel_name = symbol
