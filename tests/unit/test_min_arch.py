@@ -66,6 +66,26 @@ def test_a_bad_min_arch_is_refused_naming_the_field(value, why):
     assert registry.lookup(name) is None
 
 
+@pytest.mark.parametrize("value,why", [
+    ("hopper", r"'hopper' is not a GPU arch"),
+    # NVRTC said "invalid value for --gpu-architecture", naming no field
+    ("sm_9", r"sm_9 is below sm_75, the lowest arch NVRTC 13 compiles for\. Fix: give the arch of the GPU"),
+    ("sm_85", r"sm_85 is no GPU's compute capability \(the nearest: sm_80 and sm_86\)\. Fix: give the arch"),
+])
+def test_a_bad_arch_override_is_refused_naming_the_field(value, why):
+    name = unique("ttk_override")
+    with pytest.raises(ttk.SpecError, match=f"{name}: arch_override: {why}"):
+        ttk.cuda_kernel_op(name, sigmoid_spec(arch_override=value))
+
+
+def test_an_arch_newer_than_nvrtc_knows_gets_nvrtcs_list():
+    from trt_kernels.sources.nvrtc import nvrtc_supported_archs
+
+    with pytest.raises(ttk.CompileError, match=r"for sm_200: NVRTC [\d.]+ cannot compile for sm_200 \(it compiles for "
+                                               rf"sm_{nvrtc_supported_archs()[0]}, .*\)\. Fix: compile for one of"):
+        ttk.cuda_kernel_op(unique("ttk_override"), sigmoid_spec(arch_override="sm_200"))
+
+
 @pytest.mark.parametrize("value", ["sm_75", "sm_87", "sm_90a", "sm_100f", "sm_121", "sm_130"])
 def test_every_gpus_arch_and_any_newer_one_is_a_floor(value):
     assert archs.floor_problem(archs.normalize_arch(value)) is None

@@ -128,17 +128,24 @@ def ptx_target(ptx) -> Optional[str]:
 KNOWN_ARCHS = (75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110, 120, 121)
 
 
-def floor_problem(arch: str) -> Optional[str]:
-    """Why ``arch`` (normalized) cannot be a floor: below sm_75, the lowest arch NVRTC 13 compiles for, or a compute
-    capability no GPU has (sm_85) below the newest one known."""
+def arch_problem(arch: str) -> Optional[str]:
+    """Why nothing can be compiled for ``arch`` (normalized): below sm_75, the lowest arch NVRTC 13 compiles for, or
+    a compute capability no GPU has (sm_85) below the newest one known; None otherwise."""
     num = arch_key(arch)[0]
     if num < 75:
         return f"{arch} is below sm_75, the lowest arch NVRTC 13 compiles for"
     if num < KNOWN_ARCHS[-1] and num not in KNOWN_ARCHS:
         lower, higher = max(a for a in KNOWN_ARCHS if a < num), min(a for a in KNOWN_ARCHS if a > num)
-        return (f"{arch} is no GPU's compute capability (the nearest: sm_{lower} and sm_{higher}); a floor is the arch "
-                "of the oldest GPU the code must run on")
+        return f"{arch} is no GPU's compute capability (the nearest: sm_{lower} and sm_{higher})"
     return None
+
+
+def floor_problem(arch: str) -> Optional[str]:
+    """Why ``arch`` (normalized) cannot be a floor (:func:`arch_problem`, said for a floor)."""
+    problem = arch_problem(arch)
+    if problem and not below(arch, "sm_75"):
+        problem += "; a floor is the arch of the oldest GPU the code must run on"
+    return problem
 
 
 def check_min_arch(op: str, value) -> str:
@@ -157,6 +164,24 @@ def check_min_arch(op: str, value) -> str:
                "use the arch of the oldest GPU the op must run on, e.g. min_arch='sm_80' (A100) or "
                "'sm_86' (A10, RTX 30)")
         raise fail(op, "min_arch", problem, fix)
+    return arch
+
+
+def check_arch_override(op: str, value) -> str:
+    """A declaration's ``arch_override``, normalized; :class:`~trt_kernels.errors.SpecError` naming the field where it
+    is no arch, or none NVRTC 13 compiles for: below sm_75 or no GPU's (NVRTC said only "invalid value for
+    --gpu-architecture", naming no field)."""
+    from trt_kernels.validate import fail
+
+    try:
+        arch = normalize_arch(value)
+    except (ValueError, TypeError):
+        raise fail(op, "arch_override", f"{value!r} is not a GPU arch",
+                   "write it like 'sm_90', 'sm_90a' or 90") from None
+    problem = arch_problem(arch)
+    if problem:
+        raise fail(op, "arch_override", problem, "give the arch of the GPU to compile for, e.g. arch_override='sm_90', "
+                   "or leave it out (the visible GPU's, or TRT_KERNELS_ARCH)")
     return arch
 
 

@@ -205,11 +205,9 @@ def _check_build_fields(op: str, spec: KernelSpec) -> None:
         raise fail(op, "compile_std", f"{spec.compile_std!r} is not a C++ standard NVRTC takes",
                     f"use one of {list(_STDS)}")
     if spec.arch_override is not None:
-        try:
-            normalize_arch(spec.arch_override)
-        except (ValueError, TypeError):
-            raise fail(op, "arch_override", f"{spec.arch_override!r} is not a GPU arch",
-                        "write it like 'sm_90', 'sm_90a' or 90") from None
+        from trt_kernels.sources.archs import check_arch_override
+
+        check_arch_override(op, spec.arch_override)
     if spec.min_arch is not None:
         from trt_kernels.sources.archs import check_min_arch
 

@@ -424,6 +424,11 @@ def _nvrtc_compile(source, names, opts, arch, version, key, label, toolchain_id=
             hint = std_headers.compile_hint(log, search)
             if hint is None and "target" in log:
                 hint = feature_hint(log, arch)
+            if hint is None and "--gpu-architecture" in log:
+                problem = unsupported_arch(arch)
+                if problem is not None:
+                    hint = (f"{problem}. Fix: compile for one of those (arch_override= / TRT_KERNELS_ARCH / --arch), "
+                            "or install an nvidia-cuda-nvrtc that knows the arch")
             if hint is not None:
                 raise CompileError(f"{label}: NVRTC could not compile the kernel source for {arch}: {hint}\n"
                                    f"NVRTC said:\n{log}")

@@ -648,6 +648,10 @@ def declare(
         from trt_kernels.sources.archs import check_min_arch
 
         min_arch = check_min_arch(op_name, min_arch)
+    if arch_override is not None:
+        from trt_kernels.sources.archs import check_arch_override
+
+        check_arch_override(op_name, arch_override)
     fn, tuned, tune_key, heuristics, autotuner = _unwrap(op_name, kernel)
     constexprs = dict(constexprs or {})
     sized_raw = {n: v for n, v in constexprs.items() if isinstance(v, Expr)}
