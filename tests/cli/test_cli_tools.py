@@ -349,6 +349,31 @@ def test_compile_skips_an_arch_below_the_ops_min_arch(tmp_path):
     assert [p.name for p in (tmp_path / "cache").rglob("sm_*.bin")] == ["sm_90.bin"]
 
 
+OVERRIDE_FILE = """
+import trt_kernels as ttk
+SRC = 'extern "C" __global__ void k(const float* x, int n, float* y) {{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }}'
+def spec(**kw):
+    return ttk.KernelSpec(SRC, "k", inputs=[ttk.InputDecl("x")], outputs=[ttk.OutputDecl("y", shape=ttk.SameAs("x"))],
+                          extras=[ttk.Numel("x")], geometry=ttk.Elementwise(), **kw)
+ttk.cuda_kernel_op("{ns}::own", spec(arch_override="sm_80"))
+ttk.cuda_kernel_op("{ns}::plain", spec())
+"""
+
+
+def test_compile_without_arch_takes_an_ops_arch_override_as_declaring_does(tmp_path):
+    """compile compiled sm_90 only for an op declared with arch_override='sm_80', and promised a process would read
+    it from the cache; that process compiled sm_80 at its declaration."""
+    path, ns = _write(tmp_path, OVERRIDE_FILE)
+    r = _cli(["compile", str(path), "--json"], _env(tmp_path, TRT_KERNELS_ARCH="sm_90"))
+    rows = {row["op"]: row["arch"] for row in json.loads(r.stdout)["rows"]}
+    assert r.returncode == 0 and rows == {f"{ns}::own": "sm_80", f"{ns}::plain": "sm_90"}, r.stdout
+    text = _cli(["compile", str(path)], _env(tmp_path, TRT_KERNELS_ARCH="sm_90")).stdout
+    assert f"(sm_90, from TRT_KERNELS_ARCH; {ns}::own: its arch_override)" in text and "arch_override wins" in text
+    # --arch is the command's arch for every op, as before
+    r = _cli(["compile", str(path), "--arch", "sm_89", "--json"], _env(tmp_path))
+    assert {row["arch"] for row in json.loads(r.stdout)["rows"]} == {"sm_89"}
+
+
 def test_compile_reports_an_abi_mismatch(tmp_path):
     path, ns = _write(tmp_path, BAD_FILE)
     r = _cli(["compile", str(path), "--arch", "sm_90", "--json"], _env(tmp_path))

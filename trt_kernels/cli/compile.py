@@ -72,10 +72,11 @@ def _aot_job(kop, min_arch: str):
 
 
 def compile_ops(kops, archs: Sequence[str], progress: bool = False,
-                min_arch: Optional[str] = None) -> List[Dict[str, Any]]:
+                min_arch: Optional[str] = None, overridable: bool = False) -> List[Dict[str, Any]]:
     """Compile every op for every arch; one row per (op, arch), its ``role`` ``--arch``; with ``min_arch``, one
     more per op for the arch its AOT PTX targets under that floor (``role`` ``AOT PTX (min arch)``; where that arch
-    is one of ``archs`` already, that row's role says both)."""
+    is one of ``archs`` already, that row's role says both). ``overridable``: ``archs`` is the default compile arch
+    (no ``--arch``), which an op's ``arch_override`` replaces, as it does where the op is declared."""
     from trt_kernels.cache_store import cache_root
     from trt_kernels.errors import CompileError, KernelABIError
     from trt_kernels.sources import archs as _archs
@@ -84,7 +85,8 @@ def compile_ops(kops, archs: Sequence[str], progress: bool = False,
     archs = [normalize_arch(a) for a in archs]
     jobs: List[Any] = []  # (kop, arch, role) or a finished row
     for k in kops:
-        roles = {a: ARCH_ROLE for a in archs}
+        own = getattr(k.source, "arch_override", None) if overridable else None
+        roles = {a: ARCH_ROLE for a in ([normalize_arch(own)] if own else archs)}
         done = None
         if min_arch is not None:
             target, done = _aot_job(k, min_arch)
@@ -222,7 +224,7 @@ def run(target: str, archs: Sequence[str], op: Sequence[str], as_json: bool, min
         return report_error(str(e), as_json, SCHEMA, target=target)
     progress = (not as_json) and sys.stderr.isatty() and len(kops) * (len(archs) + bool(min_arch)) >= 4
     t1 = time.perf_counter()
-    rows = compile_ops(kops, archs, progress=progress, min_arch=min_arch)
+    rows = compile_ops(kops, archs, progress=progress, min_arch=min_arch, overridable=not given)
     total_s = time.perf_counter() - t1
     failed = [r for r in rows if r["result"] == "failed"]
     compiled = sum(1 for r in rows if r.get("compiled"))
@@ -243,8 +245,10 @@ def run(target: str, archs: Sequence[str], op: Sequence[str], as_json: bool, min
         print(json.dumps(doc, indent=2))
         return 1 if failed else 0
     aot = f" + AOT plugin PTX for --min-arch {min_arch}" if min_arch else ""
+    own = [k.op_name for k in kops if not given and getattr(k.source, "arch_override", None)]
+    own_said = (f"; {', '.join(own)}: {'its' if len(own) == 1 else 'their'} arch_override" if own else "")
     print(f"{target}: {len(kops)} op{'s' if len(kops) != 1 else ''} x {len(archs)} arch"
-          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}, from {origin}){aot} into {cdir}")
+          f"{'s' if len(archs) != 1 else ''} ({', '.join(archs)}, from {origin}{own_said}){aot} into {cdir}")
     w = max([len(r["op"]) for r in rows] + [2])
     roles = max(len(r["role"]) for r in rows) if min_arch and rows else 0  # the "for" column, with --min-arch
     role_head = f"{'for':<{roles}}  " if roles else ""
@@ -268,8 +272,9 @@ def run(target: str, archs: Sequence[str], op: Sequence[str], as_json: bool, min
           f"importing {target})")
     if not failed:
         aside = " (the skipped rows aside)" if any(r["result"] == "skipped" for r in rows) else ""
-        print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH) with "
-              f"TRT_KERNELS_CACHE_DIR={cdir} now reads them from this cache{aside}; nothing is compiled there")
+        print(f"a process that declares these ops for {' or '.join(archs)} (that GPU, or TRT_KERNELS_ARCH"
+              f"{'; arch_override wins' if own else ''}) with TRT_KERNELS_CACHE_DIR={cdir} now reads them from this "
+              f"cache{aside}; nothing is compiled there")
         if min_arch and any(r.get("aot_ptx") and r["result"] not in ("skipped", "failed") for r in rows):
             print(f"TensorRT builds with {_archs.MIN_ARCH_ENV}={min_arch} (or ops declared with min_arch="
                   f"{min_arch!r}) embed this {min_arch} PTX from the cache: their AOT plugins load on "
