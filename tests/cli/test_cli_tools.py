@@ -185,6 +185,8 @@ def test_inspect_abi_mismatch_names_op_param_and_fix(tmp_path):
     data = _inspect_json(path, "sm_90")
     assert data["_rc"] == 1 and data["ok"] is False
     assert data["error"].startswith(f"1 of 1 op failed, first {ns}::swapped: {ns}::swapped: kernel 'k' takes 3")
+    assert data["error"].endswith(op_error := data["ops"][0]["errors"][0])  # whole: its first line cut the fix
+    assert "\n" in op_error and "Fix:" in data["error"]
     (op,) = data["ops"]
     row = op["abi"][0]
     assert row["matches"] is False and row["param_ok"] == [True, False, False]

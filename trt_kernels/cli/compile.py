@@ -241,7 +241,7 @@ def run(target: str, archs: Sequence[str], op: Sequence[str], as_json: bool, min
                "failed": len(failed), "ok": not failed}
         if failed:  # (as every failed document: one message; each row's own is rows[].detail)
             doc["error"] = (f"{len(failed)} of {len(rows)} programs failed, first {failed[0]['op']} for "
-                            f"{failed[0]['arch']}: {failed[0]['detail'].splitlines()[0]}")
+                            f"{failed[0]['arch']}: {failed[0]['detail']}")
         print(json.dumps(doc, indent=2))
         return 1 if failed else 0
     aot = f" + AOT plugin PTX for --min-arch {min_arch}" if min_arch else ""

@@ -652,7 +652,7 @@ def run(target: str, op: Sequence[str], arch: Optional[str], ranks: Sequence[str
         if bad:  # (as every failed document: one message; each op's own are in ops[].errors / ops[].abi)
             first = bad[0]["errors"][0] if bad[0]["errors"] else "its kernel's parameters differ from the spec's"
             doc["error"] = (f"{len(bad)} of {len(ops)} op{'s' if len(ops) != 1 else ''} failed, first "
-                            f"{bad[0]['op']}: {first.splitlines()[0]}")
+                            f"{bad[0]['op']}: {first}")
         print(json.dumps(doc, indent=2))
     else:
         side = trt_state.get("available")
