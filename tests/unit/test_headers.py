@@ -306,6 +306,17 @@ def test_a_header_nvrtc_cannot_use_gives_an_explained_error(calls, header, says)
         assert re.search(pattern, msg), (pattern, msg)
 
 
+def test_a_missing_header_of_the_source_itself_names_no_includer(calls, tmp_path, monkeypatch):
+    # with include_paths given, the source's program name was read as a file under the current directory
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ttk.CompileError) as info:
+        comp.compile_program('#include "myhelpers.cuh"\n' + K, ["k"], arch="sm_90",
+                             include_paths=[str(tmp_path.parent)])
+    said = str(info.value).split("NVRTC said:")[0]
+    assert "for sm_90: <myhelpers.cuh> is not on NVRTC's include path. Searched, in order: " in said
+    assert "which" not in said, said  # (it named "<tmp.../program>, which ... includes")
+
+
 @needs_cccl
 def test_cub_cub_cuh_and_std_headers_point_at_their_device_parts(calls):
     with pytest.raises(ttk.CompileError, match=r"(?s)host code.*<cub/block/block_reduce\.cuh>.*NVRTC said:"):

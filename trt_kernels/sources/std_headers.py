@@ -330,6 +330,8 @@ def _header_name(path: str, search: Sequence[str]) -> Optional[str]:
     """``<relative/name.h>`` for a header file under a directory of ``search``; None for another file (the
     kernel's own source)."""
     path = path.strip()
+    if not os.path.isfile(path):  # the kernel's own source, named by its program name (no file)
+        return None
     for d in search:
         root = os.path.join(os.path.abspath(d), "")
         if os.path.abspath(path).startswith(root):
