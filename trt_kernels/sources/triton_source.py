@@ -879,15 +879,25 @@ def _triton_signature(fn, sig: Signature, dtype: torch.dtype) -> Dict[str, str]:
 def _per_call(op: str, what: str, fn, meta: Dict[str, Any]) -> int:
     """``fn(meta)``, the ``num_warps`` / ``num_stages`` a declaration computes from a call's constexprs, checked
     (:class:`SpecError` naming the argument and the values it was given)."""
-    value = fn(meta)
+    import operator
+
+    try:
+        value = fn(meta)
+    except (KeyError, TypeError, ValueError, ArithmeticError) as e:
+        raise SpecError(f"{op}: {what}: the function given as {what}= raised {type(e).__name__}: {e} for {meta}. "
+                        f"Fix: compute it from the constexprs it is given, e.g. {_META_FIX[what]}") from None
+    try:
+        value = operator.index(value)  # (a numpy int is an int here, as int() took it before)
+    except TypeError:
+        pass
     if what == "num_warps":
-        try:
-            _check_warps(op, what, value)
-        except SpecError as e:
-            raise SpecError(f"{e} (the function given as num_warps= returned it for {meta})") from None
+        w = value
+        if isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024:
+            raise SpecError(f"{op}: num_warps: the function given as num_warps= returned {value!r} for {meta}: Triton "
+                            "takes a power of two from 1 to 32. Fix: return one, e.g. 4")
     elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecError(f"{op}: num_stages: the function given as num_stages= returned {value!r} for {meta}: Triton "
-                        "takes an int of at least 1. Fix: return e.g. 3")
+                        "takes an int of at least 1. Fix: return one, e.g. 3")
     return value
 
 
