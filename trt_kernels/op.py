@@ -483,6 +483,11 @@ class KernelOp:
         of the arch known without compiling (:meth:`known_arch`; see :meth:`aot_at`)."""
         return self.aot_at(self.known_arch())
 
+    def aot_of(self, build: Optional[Binary]) -> AotDecision:
+        """:attr:`aot` for a build a report made or found (for its arch, which ``--arch`` may give where nothing
+        else names one); the op's own where there is none, or it serves every arch."""
+        return self.aot_at(build.arch) if build is not None and build.arch else self.aot
+
     def aot_at(self, arch: Optional[str]) -> AotDecision:
         """:attr:`aot` for the op's builds for ``arch`` (a report's compile arch, ``--arch``); None: no arch known,
         so what only a build would tell (a Triton config's shared memory) is assumed to fit."""

@@ -37,9 +37,9 @@ def status(trt: Optional[Dict[str, str]] = None) -> List[Dict[str, str]]:
             "converter": kop.tensorrt.converter or "not registered",
             "source": f"{kop.source.describe()} [{kop.source.entry_point}]",
         }
-        for arch, b in builds.items():
+        for b in builds.values():
             if b.aot_reason:  # what the op's AOT decision made of it (a tactic left out, or the JIT plugin)
-                row["source"] += f"; {(kop.aot_at(arch) if arch else kop.aot).why}"
+                row["source"] += f"; {kop.aot_of(b).why}"
                 break
         for b in builds.values():
             if kop.eager_fn is None and any(k.needs_scratch for (_, t), k in b.kernels.items() if t <= 1):

@@ -220,7 +220,7 @@ def aot_ptx(kop, arch: str, arch_from: str, binary, min_arch: Optional[str] = No
     from trt_kernels.errors import ArchError
     from trt_kernels.sources import archs
 
-    aot = aot_decision(kop, binary).aot
+    aot = kop.aot_of(binary).aot
     out: Dict[str, Any] = {"aot": aot, "target_arch": None, "from": None, "ptx_target": None,
                            "loads_on": None, "loads_on_cards": None, "in_hardware_compatible_engines": None,
                            "hardware_compatible": None, "min_arch": kop.source.min_arch, "note": None, "error": None}
@@ -430,16 +430,10 @@ def _abi(kop, arch: str):
     return rows, cache, errors, binary
 
 
-def aot_decision(kop, binary):
-    """The op's AOT/JIT decision for the build the report made (``binary``: its compile arch, which ``--arch``
-    may give where nothing else names one); the op's own where that build failed or serves every arch."""
-    return kop.aot_at(binary.arch) if binary is not None and binary.arch else kop.aot
-
-
 def _tensorrt(kop, trt_state: Dict[str, str], binary) -> Dict[str, Any]:
     from trt_kernels.eager.driver import driver_version
 
-    made = aot_decision(kop, binary)
+    made = kop.aot_of(binary)
     available = trt_state.get("available") == "yes"
     out = {"plugin": made.mode, "why": made.why,
            "registered": kop.tensorrt.plugin or None if available else None,

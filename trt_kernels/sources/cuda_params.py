@@ -142,16 +142,23 @@ _POINTEE = {
 _QUALIFIERS = frozenset("const volatile __restrict__ __restrict restrict".split())
 
 
-def pointee(type_text: str) -> Optional[str]:
-    """The tensor dtype's name (``"float16"``) a parameter of type ``type_text`` (``const __half* __restrict__``)
-    points to, where its spelling says one (see ``_POINTEE``); None for anything else (a value, a pointer to a
-    pointer, a char or vector type, a template parameter)."""
+def _element(type_text: str) -> Optional[str]:
+    """What a one-level pointer type points to, qualifiers dropped (``const __half* __restrict__`` ->
+    ``__half``); None for a value, a reference or a pointer to a pointer."""
     if type_text.count("*") != 1 or "&" in type_text:
         return None
     head, _, tail = type_text.partition("*")
     if any(w not in _QUALIFIERS for w in tail.split()):
         return None
-    return _POINTEE.get(" ".join(w for w in head.split() if w not in _QUALIFIERS))
+    return " ".join(w for w in head.split() if w not in _QUALIFIERS)
+
+
+def pointee(type_text: str) -> Optional[str]:
+    """The tensor dtype's name (``"float16"``) a parameter of type ``type_text`` (``const __half* __restrict__``)
+    points to, where its spelling says one (see ``_POINTEE``); None for anything else (a value, a pointer to a
+    pointer, a char or vector type, a template parameter)."""
+    element = _element(type_text)
+    return None if element is None else _POINTEE.get(element)
 
 
 def check_pointees(op: str, sig: Any, params: Sequence[Tuple[str, str]], kernel: str) -> None:
@@ -198,7 +205,7 @@ def check_pointees(op: str, sig: Any, params: Sequence[Tuple[str, str]], kernel:
         whence = ""
         fix = (f"declare {tensor!r} with the dtype the kernel reads (dtypes= / InputDecl(dtype=)), or write the "
                f"parameter for {given} (a template parameter, const T*, serves every dtype)")
-    elem = " ".join(w for w in ctype.partition("*")[0].split() if w not in _QUALIFIERS)
+    elem = _element(ctype)
     field = f"inputs[{[d.name for d in sig.inputs].index(tensor)}] {tensor!r}" if p.role == "input" else \
         f"outputs {tensor!r}"
     raise fail(op, field, f"{kernel} parameter {j} ({ctype} {pname}) points to {elem} ({pointee(ctype)}), but the "

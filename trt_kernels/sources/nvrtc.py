@@ -340,8 +340,8 @@ def compile_program(
 ) -> CompiledProgram:
     """Compile ``source`` for ``arch`` (e.g. ``"sm_90"``) with NVRTC; PTX, CUBIN and lowered names.
 
-    A cache hit loads no NVRTC and reads no header. Raises :class:`CompileError` with NVRTC's
-    log if the source does not compile, or if a name expression names no ``__global__`` function.
+    A cache hit loads no NVRTC and reads no CUDA header (only yours, for the key). Raises :class:`CompileError`
+    with NVRTC's log if the source does not compile, or if a name expression names no ``__global__`` function.
     """
     arch = normalize_arch(arch)
     ident = toolchain_id()

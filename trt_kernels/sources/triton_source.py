@@ -891,8 +891,7 @@ def _per_call(op: str, what: str, fn, meta: Dict[str, Any]) -> int:
     except TypeError:
         pass
     if what == "num_warps":
-        w = value
-        if isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024:
+        if not _warps_ok(value):
             raise SpecError(f"{op}: num_warps: the function given as num_warps= returned {value!r} for {meta}: Triton "
                             "takes a power of two from 1 to 32. Fix: return one, e.g. 4")
     elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -901,7 +900,12 @@ def _per_call(op: str, what: str, fn, meta: Dict[str, Any]) -> int:
     return value
 
 
+def _warps_ok(w) -> bool:
+    """Whether ``w`` is a num_warps Triton takes: a power of two from 1 to 32."""
+    return not (isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024)
+
+
 def _check_warps(op: str, where: str, w) -> None:
-    if isinstance(w, bool) or not isinstance(w, int) or w <= 0 or w & (w - 1) or w * 32 > 1024:
+    if not _warps_ok(w):
         raise SpecError(f"{op}: {where}: num_warps={w!r}: Triton takes a power of two from 1 to 32. "
                         "Fix: e.g. num_warps=4")
